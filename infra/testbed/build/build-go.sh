@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds the test bed's servers from Go modules at pinned versions into a cache outside the clone.
+# Usage: build-go.sh <cache-dir> <component>   component: kubernetes | etcd | nats | versitygw
+# Idempotent: a component whose stamp matches its pin is not rebuilt.
+set -euo pipefail
+
+cache=$1
+component=$2
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=pins.sh
+. "$here/pins.sh"
+
+export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+bin="$cache/bin"
+mkdir -p "$bin"
+
+stamp_ok() { [ -f "$bin/.$1.stamp" ] && [ "$(cat "$bin/.$1.stamp")" = "$2" ]; }
+stamp() { echo "$2" > "$bin/.$1.stamp"; }
+log() { echo "[build] $*" >&2; }
+
+build_kubernetes() {
+  local v=$KUBERNETES_VERSION
+  stamp_ok kubernetes "$v" && return 0
+  local dir="$cache/src/kubernetes-$v"
+  mkdir -p "$dir"
+  cd "$dir"
+  log "kubernetes $v: resolving modules"
+  go mod download -json "k8s.io/kubernetes@$v" > dl.json
+  local gomod
+  gomod=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' dl.json)
+  local goversion
+  goversion=$(sed -n 's/^go \(.*\)$/\1/p' "$gomod")
+  {
+    echo "module tideway.dev/testbed/kubernetes"
+    echo
+    echo "go $goversion"
+    echo
+    echo "require k8s.io/kubernetes $v"
+    echo
+    echo "replace ("
+    # staging modules are published as k8s.io/<name> v0.<minor>.<patch>
+    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod" | while read -r m; do
+      echo "	$m => $m v0.${v#v1.}"
+    done
+    echo ")"
+  } > go.mod
+  cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubectl/pkg/cmd"
+)
+GO
+  log "kubernetes $v: go mod tidy (downloads modules)"
+  go mod tidy -e >/dev/null 2>tidy.log || { cat tidy.log >&2; return 1; }
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$v" | cut -d. -f2) -X k8s.io/client-go/pkg/version.gitVersion=$v"
+  for cmd in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl; do
+    log "kubernetes $v: building $cmd"
+    go build -trimpath -tags notest -ldflags "$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+  done
+  stamp kubernetes "$v"
+}
+
+build_module() { # name version module package output
+  # A wrapper module instead of `go install pkg@v`: some modules (etcd) carry replace directives.
+  local name=$1 v=$2 mod=$3 pkg=$4 out=$5
+  stamp_ok "$name" "$v" && return 0
+  local dir="$cache/src/$name-$v"
+  mkdir -p "$dir"
+  cd "$dir"
+  log "$name $v: resolving modules"
+  [ -f go.mod ] || go mod init "tideway.dev/testbed/$name" >/dev/null 2>&1
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+  go get "$mod@$v" >/dev/null 2>get.log || { cat get.log >&2; return 1; }
+  go mod tidy >/dev/null 2>tidy.log || { cat tidy.log >&2; return 1; }
+  log "$name $v: building"
+  go build -trimpath -ldflags "-s -w" -o "$bin/$out" "$pkg"
+  stamp "$name" "$v"
+}
+
+case $component in
+  kubernetes) build_kubernetes ;;
+  etcd) build_module etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 etcd ;;
+  nats) build_module nats "$NATS_VERSION" github.com/nats-io/nats-server/v2 github.com/nats-io/nats-server/v2 nats-server ;;
+  versitygw) build_module versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw github.com/versity/versitygw/cmd/versitygw versitygw ;;
+  *) echo "unknown component $component" >&2; exit 2 ;;
+esac

@@ -1,0 +1,35 @@
+import type { PodNetwork } from '../network/types.ts';
+
+/** How a container image maps to local programs (no container runtime on these machines). */
+export type ImageEntry = {
+  /** Program names the image provides (as on its PATH) → absolute path on this machine. */
+  readonly programs: Readonly<Record<string, string>>;
+  /** The image's default command when the pod gives neither command nor args (ENTRYPOINT+CMD). */
+  readonly defaultCommand: readonly string[];
+};
+
+export type ImageTable = Readonly<Record<string, ImageEntry>>;
+
+export type NodeAgentOptions = {
+  kubeconfig: string;
+  nodeName: string;
+  network: PodNetwork;
+  /** Root of pod directories (volumes, logs, pod roots); removed with the agent. */
+  workDir: string;
+  /** Marker set on every process the agent starts (see paths.ts TESTBED_ENV_MARKER). */
+  testbedId: string;
+  images: ImageTable;
+};
+
+export type NodeAgent = {
+  readonly nodeName: string;
+  /** Fault API: stop every container of the pod and keep them down (a lost node, for that pod). */
+  holdDown(namespace: string, name: string): Promise<void>;
+  /** Ends holdDown: containers start again as after a node comes back. */
+  release(namespace: string, name: string): Promise<void>;
+  /** Local processes of a pod's containers (for tests that kill one). */
+  containerPids(namespace: string, name: string): ReadonlyMap<string, number>;
+  /** Stops every container and the node heartbeat; pods stay in the API. Idempotent. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+};
