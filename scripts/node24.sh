@@ -30,12 +30,13 @@ else
 fi
 export PATH="$(dirname "$node_bin"):$PATH"
 
-# npm ci only when the lock file changed; the stamp lives inside node_modules so a fresh clone installs.
+# Install only when the lock file changed; the stamp lives inside node_modules so a fresh clone installs.
+# `npm install` rather than `npm ci`: ci rejects locks written without optional platform packages.
 cd "$root"
 lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ "$(cat node_modules/.tideway-lock 2>/dev/null)" != "$lock_sum" ]; then
   echo "[tideway] installing npm dependencies" >&2
-  npm ci --no-audit --no-fund --loglevel=error
+  npm install --no-audit --no-fund --loglevel=error
   echo "$lock_sum" > node_modules/.tideway-lock
 fi
 

@@ -1,3 +1,5 @@
+import type { ManagedProcess } from '../process/managed-process.ts';
+
 /** A pod's network namespace on the test bed's bridge. */
 export type PodNetns = {
   /** `ip netns` name, `${prefix}-…`. */
@@ -31,5 +33,8 @@ export type PodNetwork = {
 };
 
 export type KubeProxy = {
+  /** The kube-proxy process (for fault tests: kill/restart). */
+  readonly process: ManagedProcess;
+  /** Stops the process and removes every iptables chain, rule and sysctl it left. */
   stop(): Promise<void>;
 };
