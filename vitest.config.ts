@@ -16,9 +16,19 @@ export const config = defineConfig({
         test: {
           name: 'e2e',
           include: ['test/**/*.test.ts'],
+          exclude: ['test/lifecycle/**'],
           globalSetup: ['test/global-setup.ts'],
           testTimeout: 300_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // Starts and stops whole test beds itself, so it runs on its own after `e2e`.
+        test: {
+          name: 'lifecycle',
+          include: ['test/lifecycle/**/*.test.ts'],
+          testTimeout: 600_000,
           fileParallelism: false,
         },
       },

@@ -46,6 +46,9 @@ export const controlApp = (faults: Faults, token: string): Hono => {
     await faults.killContainer(c.req.param('namespace'), c.req.param('name'), c.req.query('container'));
     return c.body(null, 204);
   });
+  app.get('/pods/:namespace/:name/pids', (c) =>
+    c.json(faults.containerPids(c.req.param('namespace'), c.req.param('name'))),
+  );
   app.post('/components/:name/:action', async (c) => {
     const name = zComponent.safeParse(c.req.param('name'));
     const action = zAction.safeParse(c.req.param('action'));
@@ -85,6 +88,13 @@ export const controlClient = (info: { controlUrl: string; controlToken: string }
     releasePod: (ns: string, name: string) => post(`${pod(ns, name)}/release`),
     killContainer: (ns: string, name: string, container?: string) =>
       post(`${pod(ns, name)}/kill${container ? `?container=${encodeURIComponent(container)}` : ''}`),
+    containerPids: async (ns: string, name: string): Promise<Record<string, number>> => {
+      const res = await fetch(`${info.controlUrl}${pod(ns, name)}/pids`, {
+        headers: { authorization: `Bearer ${info.controlToken}` },
+      });
+      if (!res.ok) throw new Error(`control API pids: ${res.status} ${await res.text()}`);
+      return (await res.json()) as Record<string, number>;
+    },
     component: (name: ComponentName, action: 'start' | 'stop' | 'kill' | 'restart') =>
       post(`/components/${name}/${action}`),
   };

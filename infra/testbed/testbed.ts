@@ -138,6 +138,7 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
         if (pid === undefined) throw new Error(`pod ${ns}/${name} has no running container ${container ?? ''}`);
         process.kill(pid, 'SIGKILL');
       },
+      containerPids: (ns, name) => Object.fromEntries(nodeAgent.containerPids(ns, name)),
       component: (name) => components[name],
     };
     const control = await startControlApi(faults);

@@ -40,6 +40,8 @@ export type Faults = {
   releasePod(namespace: string, name: string): Promise<void>;
   /** Kill one container process of a pod (SIGKILL), as a crash. */
   killContainer(namespace: string, name: string, container?: string): Promise<void>;
+  /** Host pids of the pod's running containers, by container name. */
+  containerPids(namespace: string, name: string): Record<string, number>;
   component(name: ComponentName): Component;
 };
 

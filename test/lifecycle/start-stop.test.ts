@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { findLeftovers } from '../../infra/testbed/inspect.ts';
+import { until } from '../../infra/testbed/wait.ts';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const envFile = join(root, '.tideway', 'local', 'env');
+const ipForward = () => readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
+
+// Runs after the e2e suite (a separate vitest invocation, see scripts/test.ts), so its first
+// check is that the suite's test bed left nothing behind.
+describe('test bed lifecycle', () => {
+  it('left nothing behind after the e2e suite', async () => {
+    expect(await findLeftovers()).toEqual([]);
+  });
+
+  it('npm start writes the env file when ready, and Ctrl-C stops everything', async () => {
+    const forwardBefore = ipForward();
+    const child = spawn(process.execPath, [join(root, 'scripts', 'start.ts')], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      await until('the env file', async () => (existsSync(envFile) ? true : undefined), 300_000, 500);
+      const env = readFileSync(envFile, 'utf8');
+      for (const key of ['KUBECONFIG', 'PATH', 'NATS_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY']) {
+        expect(env).toContain(`export ${key}=`);
+      }
+      // The file is usable as documented: source it, then kubectl talks to the cluster.
+      const nodes = execFileSync('bash', ['-c', `. '${envFile}' && kubectl get nodes -o name`], { encoding: 'utf8' });
+      expect(nodes.trim()).toBe('node/tideway-node-0');
+    } finally {
+      child.kill('SIGINT');
+      expect(await exited, stderr.slice(-2000)).toBe(0);
+    }
+    expect(existsSync(envFile)).toBe(false);
+    expect(await findLeftovers()).toEqual([]);
+    expect(ipForward()).toBe(forwardBefore);
+  });
+});
