@@ -1,0 +1,33 @@
+import { DiscardPolicy, type JetStreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { STREAM, SUBJECT_ROOT } from '../events/subjects.ts';
+
+const NS_PER_MS = 1_000_000;
+
+export type StreamOptions = {
+  /** JetStream drops a second publish with the same Nats-Msg-Id within this window. */
+  duplicateWindowMs?: number;
+  maxAgeMs?: number;
+  maxBytes?: number;
+  replicas?: number;
+};
+
+/**
+ * Creates or updates the stream. Limits retention (not work-queue) because every function has
+ * its own durable consumer over the same events; age and size bound the disk.
+ */
+export const ensureStream = async (jsm: JetStreamManager, o: StreamOptions = {}): Promise<void> => {
+  const config = {
+    name: STREAM,
+    subjects: [`${SUBJECT_ROOT}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    max_age: (o.maxAgeMs ?? 7 * 24 * 3600_000) * NS_PER_MS,
+    max_bytes: o.maxBytes ?? 1024 * 1024 * 1024,
+    duplicate_window: (o.duplicateWindowMs ?? 10 * 60_000) * NS_PER_MS,
+    num_replicas: o.replicas ?? 1,
+  };
+  const existing = await jsm.streams.info(STREAM).catch(() => undefined);
+  if (!existing) await jsm.streams.add(config);
+  else await jsm.streams.update(STREAM, { ...existing.config, ...config });
+};

@@ -1,0 +1,38 @@
+import { TYPE_PREFIX, type ObjectRef } from './types.ts';
+
+/** The one JetStream stream every Tideway event goes through. */
+export const STREAM = 'TIDEWAY';
+export const SUBJECT_ROOT = 'tideway';
+
+/**
+ * NATS tokens are separated by dots and Kubernetes names may contain dots: escape them (and the
+ * wildcard characters, which names cannot contain but a bad input might) so one name is one token.
+ */
+export const encodeToken = (value: string): string =>
+  value.replace(/[%.*> ]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+
+export const decodeToken = (token: string): string => decodeURIComponent(token);
+
+/** `dev.tideway.resource.updated` → `resource.updated` (always two tokens). */
+const typeTokens = (type: string): string => {
+  if (!type.startsWith(TYPE_PREFIX)) throw new Error(`event type ${type} is not a Tideway type (${TYPE_PREFIX}…)`);
+  return type.slice(TYPE_PREFIX.length);
+};
+
+/** tideway.<type: 2 tokens>.<kind>.<namespace>.<name> */
+export const subjectFor = (type: string, ref: ObjectRef): string =>
+  [SUBJECT_ROOT, typeTokens(type), encodeToken(ref.kind), encodeToken(ref.namespace), encodeToken(ref.name)].join('.');
+
+/**
+ * Filter subject for a subscription: a type pattern as in serverless.yml (`dev.tideway.resource.*`
+ * or an exact type) and optionally one kind.
+ */
+export const filterSubject = (typePattern: string, kind?: string): string => {
+  const tokens = typeTokens(typePattern);
+  if (tokens.split('.').length !== 2) throw new Error(`event type pattern ${typePattern} must have the form ${TYPE_PREFIX}<group>.<name|*>`);
+  return [SUBJECT_ROOT, tokens, kind ? encodeToken(kind) : '*', '>'].join('.');
+};
+
+/** The object key of a subject: what per-object serialization locks on. */
+export const objectKeyOf = (ref: ObjectRef): string =>
+  [ref.kind, ref.namespace, ref.name].map(encodeToken).join('.');

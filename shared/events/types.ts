@@ -1,0 +1,31 @@
+/** CloudEvent types Tideway publishes. `as const` objects, not enums: plain values on the wire. */
+export const EventType = {
+  added: 'dev.tideway.resource.added',
+  updated: 'dev.tideway.resource.updated',
+  deleted: 'dev.tideway.resource.deleted',
+  synced: 'dev.tideway.resource.synced',
+  scheduleTick: 'dev.tideway.tick.schedule',
+  healthTick: 'dev.tideway.tick.health',
+  backupCompleted: 'dev.tideway.backup.completed',
+  backupFailed: 'dev.tideway.backup.failed',
+  restoreCompleted: 'dev.tideway.restore.completed',
+  restoreFailed: 'dev.tideway.restore.failed',
+  clusterFailover: 'dev.tideway.cluster.failover',
+} as const;
+export type EventType = (typeof EventType)[keyof typeof EventType];
+
+export const TYPE_PREFIX = 'dev.tideway.';
+
+/** The object an event is about; every Tideway event has one (ticks and outcomes included). */
+export type ObjectRef = { kind: string; namespace: string; name: string };
+
+/** Extension attributes (CloudEvents extension names are lowercase alphanumerics). */
+export type ResourceExtensions = {
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+  generation?: string;
+  resourceversion?: string;
+  traceparent?: string;
+};
