@@ -28,7 +28,7 @@ describe('API server: CRDs with structural schemas and CEL rules', () => {
                     spec: {
                       type: 'object',
                       properties: { min: { type: 'integer' }, max: { type: 'integer' } },
-                      xKubernetesValidations: [{ rule: 'self.min <= self.max', message: 'min must not exceed max' }],
+                      x_kubernetes_validations: [{ rule: 'self.min <= self.max', message: 'min must not exceed max' }],
                     },
                   },
                 },
