@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseServerless, toMs } from './config.ts';
+
+const valid = `
+service: tideway
+provider: { name: tideway, runtime: nodejs24.x }
+functions:
+  reconcile:
+    handler: functions/reconcile/index.handler
+    timeout: 30
+    events:
+      - cloudevent: { type: dev.tideway.resource.*, kind: RedisCluster }
+  watcher:
+    handler: functions/watcher/index.start
+    tideway: { service: true, replicas: 2 }
+`;
+
+describe('serverless.yml', () => {
+  it('parses the Serverless Framework shape with defaults', () => {
+    const c = parseServerless(valid);
+    expect(c.functions.reconcile).toMatchObject({
+      timeout: 30,
+      reservedConcurrency: 8,
+      maximumRetryAttempts: 10,
+      tideway: { service: false, replicas: 1, failureCondition: 'Reconciled' },
+    });
+    expect(c.functions.watcher?.tideway).toMatchObject({ service: true, replicas: 2 });
+  });
+
+  it('says where and what is wrong', () => {
+    const bad = valid.replace('dev.tideway.resource.*', 'resource.changed').replace('timeout: 30', 'timeout: 0');
+    expect(() => parseServerless(bad)).toThrow(ConfigError);
+    try {
+      parseServerless(bad);
+    } catch (e) {
+      expect((e as Error).message).toMatch(/functions\.reconcile\.events\.0\.cloudevent\.type: a Tideway event type/);
+      expect((e as Error).message).toMatch(/functions\.reconcile\.timeout/);
+    }
+  });
+
+  it('refuses a handler function without events', () => {
+    expect(() => parseServerless(valid.replace(/ {4}events:\n.*\n/, ''))).toThrow(/reconcile has no events/);
+  });
+
+  it('refuses unknown keys rather than ignoring them', () => {
+    expect(() => parseServerless(valid.replace('timeout: 30', 'timeout: 30\n    timout: 5'))).toThrow(/timout/);
+  });
+
+  it('reads durations', () => {
+    expect([toMs('500ms'), toMs('5s'), toMs('2m'), toMs(7)]).toEqual([500, 5000, 120000, 7]);
+  });
+});

@@ -1,0 +1,82 @@
+import type { CloudEvent } from 'cloudevents';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { EventPublisher } from '../bus/types.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+/**
+ * What a handler tells the runtime (controller-runtime's Result, in our words):
+ * done → ack; retry → nak with a delay; terminal → term, plus a condition and an Event.
+ */
+export type Outcome =
+  | { readonly kind: 'done' }
+  | { readonly kind: 'retry'; readonly afterMs: number; readonly reason: string }
+  | { readonly kind: 'terminal'; readonly reason: string; readonly message: string };
+
+export const done: Outcome = { kind: 'done' };
+export const retryAfter = (afterMs: number, reason = 'Requeue'): Outcome => ({ kind: 'retry', afterMs, reason });
+export const terminal = (reason: string, message: string): Outcome => ({ kind: 'terminal', reason, message });
+
+/** Throw to fail for good: the input will not get better by retrying. */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+  readonly retry = false;
+  /** CamelCase reason for the condition and the Event. */
+  readonly reason: string;
+
+  constructor(reason: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** Throw to retry later; `afterMs` overrides the function's back-off. */
+export class TemporaryError extends Error {
+  override readonly name = 'TemporaryError';
+  readonly retry = true;
+  readonly reason: string;
+  readonly afterMs: number | undefined;
+
+  constructor(reason: string, message: string, afterMs?: number, options?: ErrorOptions) {
+    super(message, options);
+    this.reason = reason;
+    this.afterMs = afterMs;
+  }
+}
+
+/** Injected dependencies: every outside system behind something a test can replace. */
+export type Deps = {
+  readonly kube: KubeConfig;
+  readonly publisher: EventPublisher;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly clock: () => Date;
+  readonly env: Readonly<Record<string, string | undefined>>;
+};
+
+export type HandlerContext = Deps & {
+  readonly function: string;
+  /** 1 on first delivery; counts redeliveries after failures and crashes. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** Aborted on timeout, on shutdown past the drain deadline, or when the object lock is lost. */
+  readonly signal: AbortSignal;
+};
+
+export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined | void>;
+
+/** A long-running function (the watcher): started once per replica, stopped on SIGTERM. */
+export type Service = (ctx: Deps & { readonly function: string }) => Promise<{ stop(): Promise<void> }>;
+
+/** Maps whatever a handler returned or threw to an outcome. Unknown errors are retried. */
+export const toOutcome = (result: Outcome | undefined | void | { error: unknown }): Outcome => {
+  if (result === undefined) return done;
+  if ('error' in result) {
+    const e = result.error as { retry?: unknown; reason?: unknown; afterMs?: unknown; message?: unknown };
+    const reason = typeof e?.reason === 'string' ? e.reason : 'Error';
+    const message = typeof e?.message === 'string' ? e.message : String(result.error);
+    if (e?.retry === false) return terminal(reason, message);
+    return { kind: 'retry', afterMs: typeof e?.afterMs === 'number' ? e.afterMs : -1, reason: `${reason}: ${message}` };
+  }
+  return result;
+};

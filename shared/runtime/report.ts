@@ -1,0 +1,62 @@
+import { CustomObjectsApi, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { eventRecorder } from '../kube/events.ts';
+import { setCondition, type Condition } from '../kube/conditions.ts';
+import { isNotFound } from '../kube/errors.ts';
+import { type ResourceType, TIDEWAY_KINDS } from '../kube/resources.ts';
+import { updateStatus } from '../kube/status.ts';
+import type { Logger } from './logger.ts';
+
+export type FailureReport = {
+  kind: string;
+  namespace: string;
+  name: string;
+  conditionType: string;
+  reason: string;
+  message: string;
+};
+
+/**
+ * A function failed for good: say so on the object (condition False with the reason) and in a
+ * Warning Event, so `kubectl describe` tells the user what went wrong. Best effort: the object
+ * may be gone, and a failure to report must not turn into a retry loop.
+ */
+export const reportFailure = async (
+  kc: KubeConfig,
+  fn: string,
+  r: FailureReport,
+  log: Logger,
+  kinds: Readonly<Record<string, ResourceType>> = TIDEWAY_KINDS,
+): Promise<void> => {
+  const type = kinds[r.kind];
+  let uid: string | undefined;
+  if (type) {
+    try {
+      const obj = await updateStatus(kc.makeApiClient(CustomObjectsApi), type, r, (o) => ({
+        ...o.status,
+        conditions: setCondition(
+          o.status?.conditions as Condition[] | undefined,
+          { type: r.conditionType, status: 'False', reason: r.reason, message: r.message },
+          o.metadata?.generation,
+        ),
+      }));
+      uid = obj?.metadata?.uid;
+    } catch (error) {
+      if (!isNotFound(error)) log.warn('could not write the failure condition', { error });
+    }
+  }
+  await eventRecorder(kc.makeApiClient(EventsV1Api), `tideway.dev/${fn}`, process.env.HOSTNAME ?? `pid-${process.pid}`, (error) =>
+    log.warn('could not record the failure Event', { error }),
+  ).record({
+    regarding: {
+      apiVersion: type ? `${type.group}/${type.version}` : 'v1',
+      kind: r.kind,
+      namespace: r.namespace,
+      name: r.name,
+      ...(uid ? { uid } : {}),
+    },
+    type: 'Warning',
+    reason: r.reason,
+    action: fn,
+    note: r.message,
+  });
+};

@@ -1,0 +1,97 @@
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { connectBus } from '../bus/connect.ts';
+import { jetStreamPublisher } from '../bus/publisher.ts';
+import { ensureStream } from '../bus/stream.ts';
+import { loadServerless } from './config.ts';
+import { startConsumer } from './consumer.ts';
+import type { Deps, Handler, Service } from './handler.ts';
+import { loadExport } from './load-handler.ts';
+import { createLogger } from './logger.ts';
+import { createMetrics } from './metrics.ts';
+import { kvObjectLocks } from './object-lock.ts';
+import { startOpsServer } from './ops-server.ts';
+
+const zEnv = z.object({
+  NATS_URL: z.string().min(1, 'NATS_URL is required (e.g. nats://127.0.0.1:4222)'),
+  TIDEWAY_SERVERLESS: z.string().default('serverless.yml'),
+  TIDEWAY_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  TIDEWAY_REPLICA: z.string().default('0'),
+});
+
+/**
+ * One replica of one function: connects to the bus and Kubernetes, then either consumes events
+ * (handler functions) or runs (services), with /metrics, /healthz and /readyz on the side.
+ * SIGTERM drains in-flight work before exiting.
+ */
+export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.env) => {
+  const parsed = zEnv.safeParse(env);
+  const log = createLogger({ function: name, replica: env.TIDEWAY_REPLICA ?? '0' });
+  if (!parsed.success) {
+    log.error('bad environment', { problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+    process.exit(78);
+  }
+  const e = parsed.data;
+  const file = resolve(e.TIDEWAY_SERVERLESS);
+  const config = await loadServerless(file);
+  const fn = config.functions[name];
+  if (!fn) throw new Error(`${file} defines no function ${name}; it has ${Object.keys(config.functions).join(', ')}`);
+  const entry = await loadExport(file, fn.handler);
+
+  const kube = new KubeConfig();
+  kube.loadFromDefault();
+  const metrics = createMetrics({
+    tideway_events_received_total: 'Events delivered to this function',
+    tideway_events_handled_total: 'Events settled, by outcome',
+    tideway_handler_duration_seconds: 'Handler run time',
+    tideway_consumer_lag: 'Events not yet settled by this function (pending + unacked)',
+  });
+  const bus = await connectBus(e.NATS_URL, `tideway-${name}-${e.TIDEWAY_REPLICA}`);
+  await ensureStream(bus.jsm);
+  const deps: Deps = {
+    kube,
+    publisher: jetStreamPublisher(bus.js),
+    log,
+    metrics,
+    clock: () => new Date(),
+    env: { ...config.provider.environment, ...fn.environment, ...env },
+  };
+  const ops = await startOpsServer({ metrics, ready: () => !bus.nc.isClosed(), port: e.TIDEWAY_OPS_PORT });
+
+  let stop: () => Promise<void>;
+  if (fn.tideway.service) {
+    const svc = await (entry as Service)({ ...deps, function: name });
+    stop = () => svc.stop();
+  } else {
+    const locks = await kvObjectLocks(bus.nc, { owner: `${hostname()}/${process.pid}` });
+    const consumer = await startConsumer({ bus, name, fn, handler: entry as Handler, deps, locks });
+    stop = () => consumer.stop();
+  }
+  log.info('started', { ops: ops.url, events: fn.events.map((ev) => ev.cloudevent) });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('draining', { signal });
+    await stop().catch((error: unknown) => log.error('stop failed', { error }));
+    await bus.close();
+    await ops.close();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+};
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const name = process.argv[2];
+  if (!name) {
+    process.stderr.write('usage: worker.ts <function>\n');
+    process.exit(64);
+  }
+  await runWorker(name);
+}
