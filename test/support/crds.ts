@@ -1,0 +1,20 @@
+import { execFile } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { TestbedInfo } from '../../infra/testbed/types.ts';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Installs Tideway's CRDs from crds/ (server-side apply: idempotent) and waits until served. */
+export const installCrds = async (info: TestbedInfo): Promise<void> => {
+  const run = (...args: string[]) =>
+    promisify(execFile)(info.kubectl, args, { env: { ...process.env, KUBECONFIG: info.kubeconfig } });
+  await run('apply', '--server-side', '--force-conflicts', '--field-manager=tideway-tests', '-f', join(root, 'crds'));
+  await run(
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    ...['redisclusters', 'backups', 'backupschedules', 'restores'].map((p) => `crd/${p}.tideway.dev`),
+  );
+};
