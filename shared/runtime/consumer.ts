@@ -117,13 +117,19 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
       const run = o.handler(event, { ...deps, log: log.child({ event: event.id, object: key }), function: name, attempt, maxAttempts: fn.maximumRetryAttempts, signal });
       // The lock is held until the handler really ends, even past its timeout: releasing it early
       // would let another replica work on the same object at the same time.
-      signal.addEventListener('abort', () => {
+      const watchdog = () => {
         stuck = setTimeout(() => {
           log.error('handler ignored cancellation; exiting so the work is redone elsewhere', { object: key });
           (o.onStuck ?? (() => process.exit(70)))();
         }, o.stuckGraceMs ?? 30_000);
-      });
-      let outcome = toOutcome(await run.then((r) => r, (error: unknown) => ({ error })));
+      };
+      signal.addEventListener('abort', watchdog, { once: true });
+      const result = await run.then(
+        (r) => r,
+        (error: unknown) => ({ error }),
+      );
+      signal.removeEventListener('abort', watchdog);
+      let outcome = toOutcome(result);
       if (timeout.aborted && outcome.kind !== 'done') outcome = { kind: 'retry', afterMs: -1, reason: `timed out after ${fn.timeout}s` };
       if (shutdown.signal.aborted && outcome.kind !== 'done') {
         msg.nak(0); // shutting down: let another replica take it now

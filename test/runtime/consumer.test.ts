@@ -1,0 +1,111 @@
+import { CloudEvent } from 'cloudevents';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Bus, connectBus } from '../../shared/bus/connect.ts';
+import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
+import { ensureStream } from '../../shared/bus/stream.ts';
+import { eventId } from '../../shared/events/event-id.ts';
+import { parseServerless } from '../../shared/runtime/config.ts';
+import { type RunningConsumer, startConsumer } from '../../shared/runtime/consumer.ts';
+import type { Handler } from '../../shared/runtime/handler.ts';
+import { createLogger } from '../../shared/runtime/logger.ts';
+import { createMetrics } from '../../shared/runtime/metrics.ts';
+import { kvObjectLocks } from '../../shared/runtime/object-lock.ts';
+import { bed, until } from '../support/bed.ts';
+
+/**
+ * The runtime's guarantees on real JetStream, without the watcher: two consumers of one function
+ * (as two replicas would be) never run one object twice at once, run distinct objects in
+ * parallel, coalesce bursts, and every object's last event is handled.
+ */
+describe('function runtime on JetStream', () => {
+  const { info } = bed();
+  const fnName = `probe${Date.now() % 100000}`;
+  const fn = parseServerless(`
+service: t
+provider: { name: tideway }
+functions:
+  ${fnName}:
+    handler: x.handler
+    reservedConcurrency: 4
+    maximumRetryAttempts: 3
+    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
+    tideway: { initialDelay: 100ms, maxDelay: 200ms }
+`).functions[fnName]!;
+  const buses: Bus[] = [];
+  const consumers: RunningConsumer[] = [];
+  const running = new Set<string>();
+  const stats = { overlaps: 0, runs: 0, current: 0, maxParallel: 0 };
+  const latest: Record<string, number> = {};
+
+  const handler: Handler = async (event) => {
+    const e = event as unknown as Record<string, string>;
+    const key = e.name as string;
+    if (running.has(key)) stats.overlaps++;
+    running.add(key);
+    stats.current++;
+    stats.maxParallel = Math.max(stats.maxParallel, stats.current);
+    await new Promise((r) => setTimeout(r, 30));
+    running.delete(key);
+    stats.current--;
+    stats.runs++;
+    latest[key] = Math.max(latest[key] ?? 0, Number(e.generation));
+  };
+
+  beforeAll(async () => {
+    for (const id of ['a', 'b']) {
+      const bus = await connectBus(info.natsUrl, `runtime-test-${id}`);
+      buses.push(bus);
+      await ensureStream(bus.jsm);
+      const deps = {
+        kube: new KubeConfig(),
+        publisher: jetStreamPublisher(bus.js),
+        log: createLogger({ replica: id }, { level: 'error' }),
+        metrics: createMetrics(),
+        clock: () => new Date(),
+        env: {},
+      };
+      const locks = await kvObjectLocks(bus.nc, { owner: id, ttlMs: 6000 });
+      consumers.push(await startConsumer({ bus, name: fnName, fn, deps, locks, handler }));
+    }
+  });
+
+  afterAll(async () => {
+    await Promise.all(consumers.map((c) => c.stop(1000)));
+    for (const bus of buses) {
+      await bus.jsm.consumers.delete('TIDEWAY', `fn-${fnName}`).catch(() => undefined);
+      await bus.close();
+    }
+  });
+
+  it('serializes per object across replicas, parallelizes across objects, and handles every last event', async () => {
+    const publisher = jetStreamPublisher(buses[0]!.js);
+    const objects = 20;
+    const generations = 25;
+    for (let g = 1; g <= generations; g++) {
+      await Promise.all(
+        Array.from({ length: objects }, (_, i) =>
+          publisher.publish(
+            new CloudEvent({
+              id: eventId(fnName, i, g),
+              source: '/test',
+              type: 'dev.tideway.resource.updated',
+              kind: 'Probe',
+              namespace: 'runtime',
+              name: `o${i}`,
+              generation: String(g),
+              data: {},
+            }),
+          ),
+        ),
+      );
+    }
+    await until('every object handled at its last generation', async () =>
+      Object.values(latest).filter((g) => g === generations).length === objects ? true : undefined,
+    );
+    expect(stats.overlaps).toBe(0);
+    expect(stats.maxParallel).toBeGreaterThan(1);
+    // 500 events, far fewer runs: bursts for a busy object coalesce.
+    expect(stats.runs).toBeLessThan(objects * generations);
+  });
+});
