@@ -1,0 +1,70 @@
+/** INFO output → sections of key/value strings. */
+export const parseInfo = (text: string): Record<string, Record<string, string>> => {
+  const sections: Record<string, Record<string, string>> = {};
+  let current: Record<string, string> = {};
+  sections.default = current;
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line) continue;
+    if (line.startsWith('#')) {
+      current = {};
+      sections[line.slice(1).trim().toLowerCase()] = current;
+      continue;
+    }
+    const i = line.indexOf(':');
+    if (i > 0) current[line.slice(0, i)] = line.slice(i + 1);
+  }
+  return sections;
+};
+
+export type ReplicaLink = { ip: string; port: number; state: string; offset: number; lag: number };
+
+export type Replication =
+  | {
+      role: 'master';
+      offset: number;
+      replicas: ReplicaLink[];
+      replid: string;
+    }
+  | {
+      role: 'replica';
+      offset: number;
+      masterHost: string;
+      masterPort: number;
+      /** up once the initial sync finished and the link is alive. */
+      linkUp: boolean;
+      syncInProgress: boolean;
+      replid: string;
+    };
+
+const num = (v: string | undefined) => (v === undefined ? 0 : Number(v));
+
+/** The replication section of INFO, in the shape failover decisions need. */
+export const parseReplication = (info: string): Replication => {
+  const r = parseInfo(info).replication ?? {};
+  if (r.role === 'master') {
+    const replicas: ReplicaLink[] = [];
+    for (const [k, v] of Object.entries(r)) {
+      if (!/^slave\d+$/.test(k)) continue;
+      const f = Object.fromEntries(v.split(',').map((kv) => kv.split('=') as [string, string]));
+      replicas.push({ ip: f.ip ?? '', port: num(f.port), state: f.state ?? '', offset: num(f.offset), lag: num(f.lag) });
+    }
+    return { role: 'master', offset: num(r.master_repl_offset), replicas, replid: r.master_replid ?? '' };
+  }
+  return {
+    role: 'replica',
+    offset: num(r.slave_repl_offset ?? r.master_repl_offset),
+    masterHost: r.master_host ?? '',
+    masterPort: num(r.master_port),
+    linkUp: r.master_link_status === 'up',
+    syncInProgress: r.master_sync_in_progress === '1',
+    replid: r.master_replid ?? '',
+  };
+};
+
+/** redis_version (Redis) or valkey_version (Valkey) from INFO server. */
+export const serverVersion = (info: string): { product: 'redis' | 'valkey'; version: string } => {
+  const s = parseInfo(info).server ?? {};
+  if (s.valkey_version) return { product: 'valkey', version: s.valkey_version };
+  return { product: 'redis', version: s.redis_version ?? 'unknown' };
+};
