@@ -1,7 +1,7 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanupNetworkLeftovers } from './network/index.ts';
+import { cleanupNetworkLeftovers } from './pod-network/index.ts';
 import { TESTBED_ENV_MARKER, TESTBED_PREFIX } from './paths.ts';
 import { run } from './exec/run.ts';
 
@@ -31,7 +31,7 @@ export const cleanupLeftovers = async (log: (msg: string) => void): Promise<void
       // already gone
     }
   }
-  await cleanupNetworkLeftovers(TESTBED_PREFIX);
+  await cleanupNetworkLeftovers(TESTBED_PREFIX, { kubeProxy: true });
   const prefix = `${TESTBED_PREFIX}-`;
   const tmp = tmpdir();
   for (const entry of await readdir(tmp)) {

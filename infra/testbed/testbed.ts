@@ -9,7 +9,8 @@ import { startControlPlane } from './control-plane/index.ts';
 import { defaultImageTable } from './images/index.ts';
 import { cleanupLeftovers } from './leftovers.ts';
 import { acquireLock } from './lock.ts';
-import { setupPodNetwork, startKubeProxy } from './network/index.ts';
+import { setupPodNetwork } from './pod-network/index.ts';
+import { startKubeProxy } from './pod-network/kube-proxy.ts';
 import { startNodeAgent } from './node-agent/index.ts';
 import type { ImageTable } from './node-agent/types.ts';
 import { bin, cacheDir, TESTBED_PREFIX } from './paths.ts';
@@ -60,7 +61,7 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
 
   try {
     step('pod network');
-    const network = await setupPodNetwork({ prefix: TESTBED_PREFIX, testbedId: id });
+    const network = await setupPodNetwork({ prefix: TESTBED_PREFIX });
     undo.push(() => network.close());
 
     step('control plane, NATS, S3 and redis');
