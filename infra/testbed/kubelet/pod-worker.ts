@@ -1,0 +1,329 @@
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { CoreV1Api, V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import { lookupImage } from '../image-table/index.ts';
+import type { PodNetwork } from '../network/types.ts';
+import type { ImageTable } from '../node-agent/types.ts';
+import { type ManagedProcess, startProcess } from '../process/managed-process.ts';
+import { resolveArgv } from './command.ts';
+import { ContainerConfigError, resolveEnv } from './env.ts';
+import { launcherScript, type Mount } from './launcher.ts';
+import { type ProbeLoop, probeLoop, runProbe } from './probes.ts';
+import { type PodVolumes, prepareVolumes } from './volumes.ts';
+
+type Terminated = { exitCode: number; reason: string; startedAt?: Date; finishedAt: Date; signal?: number };
+
+type ContainerRun = {
+  spec: V1Container;
+  init: boolean;
+  proc?: ManagedProcess;
+  restartCount: number;
+  startedAt?: Date;
+  waiting?: { reason: string; message: string };
+  terminated?: Terminated;
+  lastTerminated?: Terminated;
+  ready: boolean;
+  started: boolean;
+  nextStartAt: number;
+  backoffMs: number;
+  probes: ProbeLoop[];
+  /** The container finished for good (restartPolicy says so). */
+  done: boolean;
+};
+
+export type WorkerContext = {
+  core: CoreV1Api;
+  network: PodNetwork;
+  images: ImageTable;
+  workDir: string;
+  testbedId: string;
+  hostIp: string;
+  restartBackoffMs: number;
+  maxBackoffMs: number;
+};
+
+export type PodWorker = {
+  update(pod: V1Pod): void;
+  hold(down: boolean): Promise<void>;
+  pids(): Map<string, number>;
+  /** Stops the containers (grace in ms) and frees the network; `finalize` also deletes the pod. */
+  terminate(graceMs: number, finalize: boolean): Promise<void>;
+};
+
+const SIGNALS: Record<string, number> = { SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGABRT: 6, SIGSEGV: 11 };
+const statusJson = (s: V1PodStatus) => JSON.stringify(s, (k, v) => (k.endsWith('Time') || k === 'startedAt' || k === 'finishedAt' ? undefined : v));
+
+/**
+ * Runs one pod as kubelet would: network namespace, volumes, init containers in order, then the
+ * containers with restarts and back-off, probes, and the pod status written on every change.
+ */
+export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker => {
+  let pod = initial;
+  const uid = pod.metadata?.uid ?? '';
+  const ns = pod.metadata?.namespace ?? 'default';
+  const name = pod.metadata?.name ?? '';
+  const podDir = join(ctx.workDir, 'pods', uid);
+  const startTime = new Date();
+  let podIp: string | undefined;
+  let netnsName: string | undefined;
+  let volumes: PodVolumes | undefined;
+  let setupError: { reason: string; message: string } | undefined;
+  let held = false;
+  let stopping = false;
+  let lastWritten = '';
+  let busy: Promise<void> = Promise.resolve();
+
+  const runs: ContainerRun[] = [
+    ...(pod.spec?.initContainers ?? []).map((spec) => ({ spec, init: true })),
+    ...(pod.spec?.containers ?? []).map((spec) => ({ spec, init: false })),
+  ].map(({ spec, init }) => ({ spec, init, restartCount: 0, ready: false, started: false, nextStartAt: 0, backoffMs: 0, probes: [], done: false }));
+
+  const policy = () => pod.spec?.restartPolicy ?? 'Always';
+  const initsDone = () => runs.filter((r) => r.init).every((r) => r.done && r.terminated?.exitCode === 0);
+
+  const stopProbes = (r: ContainerRun) => {
+    for (const p of r.probes) p.stop();
+    r.probes = [];
+  };
+
+  const onExit = (r: ContainerRun, proc: ManagedProcess, code: number | null, signal: NodeJS.Signals | null) => {
+    if (r.proc !== proc) return;
+    stopProbes(r);
+    r.proc = undefined;
+    r.ready = false;
+    const exitCode = code ?? 128 + (SIGNALS[signal ?? ''] ?? 9);
+    const t: Terminated = { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', finishedAt: new Date(), ...(r.startedAt ? { startedAt: r.startedAt } : {}) };
+    const restart = !stopping && !held && (r.init ? exitCode !== 0 && policy() !== 'Never' : policy() === 'Always' || (policy() === 'OnFailure' && exitCode !== 0));
+    if (restart) {
+      r.lastTerminated = t;
+      r.terminated = undefined;
+      // kubelet's CrashLoopBackOff: doubling delay, reset after a long healthy run.
+      const ranMs = Date.now() - (r.startedAt?.getTime() ?? 0);
+      r.backoffMs = ranMs > 10 * 60_000 || r.backoffMs === 0 ? ctx.restartBackoffMs : Math.min(r.backoffMs * 2, ctx.maxBackoffMs);
+      r.nextStartAt = Date.now() + r.backoffMs;
+      r.waiting = { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(r.backoffMs / 1000)}s restarting failed container ${r.spec.name}` };
+      r.restartCount++;
+    } else {
+      r.terminated = t;
+      r.done = !held && !stopping;
+    }
+    kick();
+  };
+
+  const startContainer = async (r: ContainerRun) => {
+    const image = lookupImage(ctx.images, r.spec.image ?? '');
+    if (!image) {
+      r.waiting = {
+        reason: 'ErrImagePull',
+        message: `image "${r.spec.image}" is not in the test bed's image table; known images: ${Object.keys(ctx.images).join(', ')}`,
+      };
+      r.nextStartAt = Date.now() + 5000;
+      return;
+    }
+    let env: Record<string, string>;
+    try {
+      env = await resolveEnv(ctx.core, pod, r.spec, podIp ?? '', ctx.hostIp);
+    } catch (error) {
+      if (!(error instanceof ContainerConfigError)) throw error;
+      r.waiting = { reason: 'CreateContainerConfigError', message: error.message };
+      r.nextStartAt = Date.now() + 2000;
+      return;
+    }
+    const cdir = join(podDir, 'containers', r.spec.name);
+    const binDir = join(cdir, 'bin');
+    await rm(cdir, { recursive: true, force: true });
+    await mkdir(binDir, { recursive: true });
+    await mkdir(join(cdir, 'tmp'), { recursive: true });
+    for (const [program, path] of Object.entries(image.programs)) await symlink(path, join(binDir, program));
+    const mounts: Mount[] = [{ hostPath: binDir, containerPath: '/tideway/bin', readOnly: true }];
+    for (const m of r.spec.volumeMounts ?? []) {
+      const host = volumes?.get(m.name);
+      if (!host) {
+        r.waiting = { reason: 'CreateContainerConfigError', message: `volumeMount ${m.name} names no volume of the pod` };
+        return;
+      }
+      mounts.push({ hostPath: m.subPath ? join(host, m.subPath) : host, containerPath: m.mountPath, readOnly: m.readOnly ?? false });
+    }
+    const script = join(cdir, 'launch.sh');
+    const argv = resolveArgv(image, r.spec.command, r.spec.args, env);
+    await writeFile(script, launcherScript({ root: join(cdir, 'root'), tmp: join(cdir, 'tmp'), mounts, workingDir: r.spec.workingDir ?? '/', argv, env }), { mode: 0o700 });
+    const proc = startProcess({
+      name: `${ns}/${name}/${r.spec.name}`,
+      command: 'ip',
+      args: ['netns', 'exec', netnsName ?? '', 'sh', script],
+      logFile: join(podDir, `${r.spec.name}.log`),
+      testbedId: ctx.testbedId,
+    });
+    r.proc = proc;
+    r.startedAt = new Date();
+    r.waiting = undefined;
+    r.terminated = undefined;
+    r.started = true;
+    void proc.exited.then(({ code, signal }) => onExit(r, proc, code, signal));
+    const attempt = (probe: NonNullable<V1Container['readinessProbe']>) => () => runProbe(probe, r.spec, podIp ?? '', proc.pid);
+    if (r.spec.readinessProbe) {
+      r.probes.push(probeLoop(r.spec.readinessProbe, attempt(r.spec.readinessProbe), (ok) => ((r.ready = ok), kick()), false));
+    } else {
+      r.ready = true;
+    }
+    if (r.spec.livenessProbe) {
+      r.probes.push(
+        probeLoop(r.spec.livenessProbe, attempt(r.spec.livenessProbe), (ok) => {
+          if (!ok && r.proc === proc) proc.kill('SIGKILL'); // restart through the normal exit path
+        }, true),
+      );
+    }
+  };
+
+  const containerStatus = (r: ContainerRun): V1ContainerStatus => {
+    const state = r.proc
+      ? { running: { startedAt: r.startedAt } }
+      : r.terminated && !r.waiting
+        ? { terminated: { ...r.terminated } }
+        : { waiting: r.waiting ?? { reason: setupError?.reason ?? 'ContainerCreating', message: setupError?.message ?? '' } };
+    return {
+      name: r.spec.name,
+      image: r.spec.image ?? '',
+      imageID: `tideway-testbed://${r.spec.image ?? ''}`,
+      ready: r.proc !== undefined && r.ready,
+      started: r.proc !== undefined,
+      restartCount: r.restartCount,
+      state,
+      ...(r.lastTerminated ? { lastState: { terminated: { ...r.lastTerminated } } } : {}),
+      ...(r.proc ? { containerID: `tideway://${r.proc.pid}` } : {}),
+    } as V1ContainerStatus;
+  };
+
+  const buildStatus = (): V1PodStatus => {
+    const main = runs.filter((r) => !r.init);
+    const cond = (type: string, ok: boolean, reason?: string): V1PodCondition => ({ type, status: ok ? 'True' : 'False', ...(reason && !ok ? { reason } : {}) });
+    const containersReady = main.every((r) => r.proc && r.ready);
+    let phase = 'Pending';
+    if (main.every((r) => r.done)) phase = main.every((r) => r.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed';
+    else if (initsDone() && main.some((r) => r.started)) phase = 'Running';
+    const previous = new Map((pod.status?.conditions ?? []).map((c) => [c.type, c]));
+    const withTimes = (c: V1PodCondition) => ({ ...c, lastTransitionTime: previous.get(c.type)?.status === c.status ? previous.get(c.type)?.lastTransitionTime : new Date() });
+    return {
+      phase,
+      hostIP: ctx.hostIp,
+      hostIPs: [{ ip: ctx.hostIp }],
+      ...(podIp ? { podIP: podIp, podIPs: [{ ip: podIp }] } : {}),
+      startTime,
+      conditions: [
+        cond('PodScheduled', true),
+        cond('Initialized', initsDone(), 'ContainersNotInitialized'),
+        cond('ContainersReady', containersReady, 'ContainersNotReady'),
+        cond('Ready', containersReady && phase === 'Running', 'ContainersNotReady'),
+      ].map(withTimes),
+      initContainerStatuses: runs.filter((r) => r.init).map(containerStatus),
+      containerStatuses: main.map(containerStatus),
+      qosClass: 'BestEffort',
+    } as V1PodStatus;
+  };
+
+  const writeStatus = async () => {
+    const status = buildStatus();
+    const json = statusJson(status);
+    if (json === lastWritten) return;
+    try {
+      const fresh = await ctx.core.readNamespacedPod({ namespace: ns, name });
+      if (fresh.metadata?.uid !== uid) return;
+      const written = await ctx.core.replaceNamespacedPodStatus({ namespace: ns, name, body: { ...fresh, status } });
+      pod = written;
+      lastWritten = json;
+    } catch {
+      // Conflict or a passing API error: the next sync writes it again.
+    }
+  };
+
+  const sync = async () => {
+    if (stopping) return;
+    if (!netnsName) {
+      const net = await ctx.network.attachPod(uid.slice(0, 8));
+      netnsName = net.name;
+      podIp = net.ip;
+    }
+    if (!volumes) {
+      try {
+        volumes = await prepareVolumes(ctx.core, pod, podDir);
+        setupError = undefined;
+      } catch (error) {
+        if (!(error instanceof ContainerConfigError)) throw error;
+        setupError = { reason: 'CreateContainerConfigError', message: error.message };
+      }
+    }
+    if (volumes && !held) {
+      const now = Date.now();
+      for (const r of runs) {
+        if (r.init && r.done) continue;
+        if (!r.init && !initsDone()) break;
+        if (!r.proc && !r.done && r.nextStartAt <= now) await startContainer(r);
+        if (r.init && !r.done) break; // init containers run one at a time, in order
+      }
+    }
+    await writeStatus();
+  };
+
+  let pending = false;
+  function kick() {
+    if (pending) return;
+    pending = true;
+    busy = busy.then(async () => {
+      pending = false;
+      await sync().catch(() => undefined);
+    });
+  }
+  const timer = setInterval(kick, 500);
+  kick();
+
+  const stopContainers = async (graceMs: number) => {
+    await Promise.all(
+      runs.map(async (r) => {
+        stopProbes(r);
+        await r.proc?.stop(graceMs);
+      }),
+    );
+  };
+
+  return {
+    update: (p) => {
+      pod = { ...p, status: p.status ?? pod.status };
+      kick();
+    },
+    hold: async (down) => {
+      held = down;
+      if (down) {
+        // A lost node: no grace.
+        await busy;
+        await stopContainers(0);
+        for (const r of runs.filter((x) => !x.init)) {
+          r.waiting = { reason: 'HeldDown', message: 'held down by the test bed fault API' };
+          r.terminated = undefined;
+        }
+      } else {
+        for (const r of runs.filter((x) => !x.init)) {
+          r.waiting = undefined;
+          r.done = false;
+          r.nextStartAt = 0;
+          r.restartCount++;
+        }
+      }
+      kick();
+      await busy;
+    },
+    pids: () => new Map(runs.filter((r) => r.proc).map((r) => [r.spec.name, r.proc!.pid])),
+    terminate: async (graceMs, finalize) => {
+      stopping = true;
+      clearInterval(timer);
+      await busy;
+      await stopContainers(graceMs);
+      await ctx.network.detachPod(uid.slice(0, 8));
+      await rm(podDir, { recursive: true, force: true });
+      if (finalize) {
+        await ctx.core
+          .deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid } } })
+          .catch(() => undefined);
+      }
+    },
+  };
+};
