@@ -10,7 +10,8 @@ import { defaultImageTable } from './image-table/index.ts';
 import { cleanupLeftovers } from './leftovers.ts';
 import { acquireLock } from './lock.ts';
 import { setupPodNetwork } from './pod-network/index.ts';
-import { startKubeProxy } from './pod-network/kube-proxy.ts';
+import { removeKubeChains, startKubeProxy } from './pod-network/kube-proxy.ts';
+import { run } from './exec/run.ts';
 import { startNodeAgent } from './kubelet/index.ts';
 import type { ImageTable } from './node-agent/types.ts';
 import { bin, cacheDir, TESTBED_PREFIX } from './paths.ts';
@@ -88,24 +89,7 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
     await s3Client.send(new CreateBucketCommand({ Bucket: bucket }));
     s3Client.destroy();
 
-    step('kube-proxy, volume provisioner, node agent');
-    let proxyStop: (() => Promise<void>) | undefined;
-    const kubeProxy: Component = component('kube-proxy', async () => {
-      const kp = await startKubeProxy({
-        kubeconfig: cp.kubeconfig,
-        nodeName: NODE_NAME,
-        hostIp: network.hostIp,
-        podCidr: network.podCidr,
-        logFile: join(dir, 'kube-proxy.log'),
-        testbedId: id,
-      });
-      proxyStop = () => kp.stop();
-      return kp.process;
-    });
-    // kube-proxy's own stop also removes its iptables chains; the Component's stop only ends the process.
-    undo.push(async () => proxyStop?.());
-    await kubeProxy.start();
-
+    step('node agent, volume provisioner, kube-proxy');
     const provisioner = await startVolumeProvisioner({ kubeconfig: cp.kubeconfig, dir: join(dir, 'volumes') });
     undo.push(() => provisioner.stop());
 
@@ -121,6 +105,26 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
     });
     undo.push(() => nodeAgent.stop());
     await waitForNodeReady(cp.kubeconfig, NODE_NAME);
+
+    // kube-proxy waits for its Node's InternalIP, so it starts after the node agent registered it.
+    const kubeProxy: Component = component('kube-proxy', async () => {
+      const kp = await startKubeProxy({
+        kubeconfig: cp.kubeconfig,
+        nodeName: NODE_NAME,
+        hostIp: network.hostIp,
+        podCidr: network.podCidr,
+        logFile: join(dir, 'kube-proxy.log'),
+        testbedId: id,
+      });
+      return kp.process;
+    });
+    // Whatever happened to the process, its iptables chains go (--cleanup leaves some behind).
+    undo.push(async () => {
+      await kubeProxy.stop();
+      await run(bin('kube-proxy'), ['--cleanup']).catch(() => undefined);
+      await removeKubeChains();
+    });
+    await kubeProxy.start();
 
     const components: Record<ComponentName, Component> = {
       etcd: cp.etcd,

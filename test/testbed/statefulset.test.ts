@@ -71,7 +71,7 @@ describe('a StatefulSet of redis pods on the test bed', () => {
                   name: 'redis',
                   image: 'redis:7.0',
                   command: ['redis-server'],
-                  args: ['--dir', '/data', '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
+                  args: ['--dir', '/data', '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--protected-mode', 'no'],
                   ports: [{ containerPort: 6379, name: 'redis' }],
                   readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 1, failureThreshold: 1 },
                   livenessProbe: { tcpSocket: { port: 6379 }, periodSeconds: 2, failureThreshold: 3 },

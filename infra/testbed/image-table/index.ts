@@ -18,9 +18,25 @@ const WHEELS = {
 
 const imageDir = (cache: string, name: keyof typeof WHEELS) => join(cache, 'images', name);
 
+/**
+ * Like the official images' docker-entrypoint.sh: a server started without a config file and
+ * without --protected-mode gets --protected-mode no (inside a pod, the loopback-only default
+ * would refuse every client).
+ */
+const serverEntrypoint =
+  (...servers: string[]) =>
+  (argv: readonly string[]): string[] => {
+    const [first, ...rest] = argv;
+    if (!first || !servers.includes(first)) return [...argv];
+    const hasConfig = rest[0] !== undefined && !rest[0].startsWith('-');
+    if (hasConfig || rest.includes('--protected-mode')) return [...argv];
+    return [...argv, '--protected-mode', 'no'];
+  };
+
 const redis = (server: string, cli: string): ImageEntry => ({
   programs: { 'redis-server': server, 'redis-cli': cli },
   defaultCommand: ['redis-server'],
+  entrypoint: serverEntrypoint('redis-server'),
 });
 
 /**
@@ -39,6 +55,7 @@ export const defaultImageTable = (cache: string): ImageTable => {
       'redis-cli': join(v81, 'valkey-cli'),
     },
     defaultCommand: ['valkey-server'],
+    entrypoint: serverEntrypoint('valkey-server', 'redis-server'),
   };
   return {
     'redis:7.0': redis('/usr/bin/redis-server', '/usr/bin/redis-cli'),

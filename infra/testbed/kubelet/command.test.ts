@@ -14,4 +14,10 @@ describe('command resolution', () => {
     expect(resolveArgv(image, undefined, ['--port', '1'], {})).toEqual(['redis-server', '--port', '1']);
     expect(resolveArgv(image, undefined, ['sh', '-c', 'x'], {})).toEqual(['sh', '-c', 'x']);
   });
+
+  it("applies the image's entrypoint only when the pod does not override command", () => {
+    const withEntrypoint = { ...image, entrypoint: (argv: readonly string[]) => [...argv, '--protected-mode', 'no'] };
+    expect(resolveArgv(withEntrypoint, undefined, ['--port', '1'], {})).toEqual(['redis-server', '--port', '1', '--protected-mode', 'no']);
+    expect(resolveArgv(withEntrypoint, ['redis-server'], [], {})).toEqual(['redis-server']);
+  });
 });

@@ -23,5 +23,6 @@ export const resolveArgv = (
   if (command?.length) argv = [...command, ...(args ?? [])];
   else if (args?.length) argv = args[0]?.startsWith('-') ? [...image.defaultCommand, ...args] : [...args];
   else argv = [...image.defaultCommand];
-  return argv.map((a) => expand(a, env));
+  const expanded = argv.map((a) => expand(a, env));
+  return command?.length || !image.entrypoint ? expanded : image.entrypoint(expanded);
 };

@@ -6,6 +6,11 @@ export type ImageEntry = {
   readonly programs: Readonly<Record<string, string>>;
   /** The image's default command when the pod gives neither command nor args (ENTRYPOINT+CMD). */
   readonly defaultCommand: readonly string[];
+  /**
+   * What the image's ENTRYPOINT script does to the command when the pod does not override
+   * `command` (e.g. the redis image adds --protected-mode no).
+   */
+  readonly entrypoint?: (argv: readonly string[]) => string[];
 };
 
 export type ImageTable = Readonly<Record<string, ImageEntry>>;
