@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { PodNetns, PodNetwork } from '../network/types.ts';
-import { chooseRanges, nthAddress, parseCidr } from './cidr.ts';
+import { chooseRanges, ipToInt, nthAddress, parseCidr } from './cidr.ts';
 import { ip, ipQuiet, writeSysctl } from './commands.ts';
 import { installGuard, removeGuard } from './guard.ts';
 import { removeKubeChains } from './kube-proxy.ts';
@@ -28,6 +28,7 @@ export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork
   const pods = new Map<string, PodNetns & { veth: string }>();
   const used = new Set<number>();
   let vethSeq = 0;
+  let nextHost = 2;
   let queue: Promise<unknown> = Promise.resolve();
   /** Serializes attach/detach: IP and veth name allocation must not race. */
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -49,7 +50,7 @@ export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork
     const name = pod?.name ?? `${o.prefix}-${id}`;
     await ipQuiet('netns', 'delete', name);
     if (pod) await ipQuiet('link', 'delete', pod.veth);
-    if (pod) used.delete(Number(pod.ip.split('.')[3]) + 0);
+    if (pod) used.delete(ipToInt(pod.ip) - parseCidr(podCidr).base);
     pods.delete(id);
   };
 
@@ -63,9 +64,18 @@ export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork
       serial(async () => {
         const existing = pods.get(id);
         if (existing) return existing;
-        let n = 2;
-        while (used.has(n) && n < size - 1) n++;
-        if (n >= size - 1) throw new Error(`pod CIDR ${podCidr} is full`);
+        // Round-robin, not lowest-free: a re-created pod must not get the address its
+        // predecessor just released while neighbour caches still point at the old veth.
+        let n = 0;
+        for (let i = 0; i < size - 3; i++) {
+          const candidate = 2 + ((nextHost - 2 + i) % (size - 3));
+          if (!used.has(candidate)) {
+            n = candidate;
+            break;
+          }
+        }
+        if (n === 0) throw new Error(`pod CIDR ${podCidr} is full`);
+        nextHost = n + 1;
         used.add(n);
         const podIp = nthAddress(podCidr, n);
         const name = `${o.prefix}-${id}`;
@@ -84,6 +94,7 @@ export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork
           await ip('link', 'set', veth, 'up');
           // Hairpin: a pod reaching itself through a Service comes back out of the same port.
           await ip('link', 'set', veth, 'type', 'bridge_slave', 'hairpin', 'on');
+          await ipQuiet('neigh', 'flush', 'to', podIp, 'dev', bridge);
         } catch (error) {
           used.delete(n);
           await ipQuiet('netns', 'delete', name);
