@@ -8,7 +8,12 @@ export const config = defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['functions/**/*.test.ts', 'shared/**/*.test.ts', 'infra/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: [
+            'functions/**/*.test.ts',
+            'shared/**/*.test.ts',
+            'infra/**/*.test.ts',
+            'scripts/**/*.test.ts',
+          ],
           testTimeout: 30_000,
         },
       },

@@ -13,12 +13,23 @@ const step = (title: string, command: string, args: string[]) => {
   return spawnSync(command, args, { cwd: root, stdio: 'inherit' }).status ?? 1;
 };
 
-type Report = { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
+type Report = {
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests: number;
+};
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const vitest = (title: string, args: string[]) => {
   const report = join(root, '.tideway', `vitest-${totals.passed + totals.failed}-${Date.now()}.json`);
   mkdirSync(dirname(report), { recursive: true });
-  const status = step(title, binOf('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args]);
+  const status = step(title, binOf('vitest'), [
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${report}`,
+    ...args,
+  ]);
   try {
     const r = JSON.parse(readFileSync(report, 'utf8')) as Report;
     totals.passed += r.numPassedTests;
@@ -43,5 +54,7 @@ if (extra.length > 0) {
 }
 
 // The closing line CI reads, in the plain form any runner is judged by.
-process.stdout.write(`\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
+process.stdout.write(
+  `\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`,
+);
 process.exit(failed > 0 || totals.failed > 0 ? 1 : 0);

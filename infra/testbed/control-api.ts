@@ -53,7 +53,15 @@ export const controlApp = (faults: Faults, token: string): Hono => {
     const name = zComponent.safeParse(c.req.param('name'));
     const action = zAction.safeParse(c.req.param('action'));
     if (!name.success || !action.success) {
-      return c.json({ error: { code: 'bad_request', message: `components: ${COMPONENTS.join(', ')}; actions: start, stop, kill, restart` } }, 400);
+      return c.json(
+        {
+          error: {
+            code: 'bad_request',
+            message: `components: ${COMPONENTS.join(', ')}; actions: start, stop, kill, restart`,
+          },
+        },
+        400,
+      );
     }
     await faults.component(name.data)[action.data]();
     return c.body(null, 204);

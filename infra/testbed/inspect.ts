@@ -36,7 +36,8 @@ export const findLeftovers = async (): Promise<string[]> => {
     }
   }
   for (const entry of await readdir(tmpdir())) {
-    if (entry.startsWith(`${TESTBED_PREFIX}-`) || entry === `${TESTBED_PREFIX}.lock`) found.push(`temp ${entry}`);
+    if (entry.startsWith(`${TESTBED_PREFIX}-`) || entry === `${TESTBED_PREFIX}.lock`)
+      found.push(`temp ${entry}`);
   }
   return found;
 };

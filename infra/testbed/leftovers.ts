@@ -1,9 +1,9 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanupNetworkLeftovers } from './pod-network/index.ts';
-import { TESTBED_ENV_MARKER, TESTBED_PREFIX } from './paths.ts';
 import { run } from './exec/run.ts';
+import { TESTBED_ENV_MARKER, TESTBED_PREFIX } from './paths.ts';
+import { cleanupNetworkLeftovers } from './pod-network/index.ts';
 
 /** Processes started by an earlier test bed (they carry the marker in their environment). */
 const markedProcesses = async (): Promise<number[]> => {

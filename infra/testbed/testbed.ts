@@ -3,24 +3,24 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { type Log, ensurePrerequisites } from './build/index.ts';
+import { ensurePrerequisites, type Log } from './build/index.ts';
 import { startControlApi } from './control-api.ts';
 import { startControlPlane } from './control-plane/index.ts';
+import { run } from './exec/run.ts';
 import { defaultImageTable } from './image-table/index.ts';
+import { startNodeAgent } from './kubelet/index.ts';
 import { cleanupLeftovers } from './leftovers.ts';
 import { acquireLock } from './lock.ts';
-import { setupPodNetwork } from './pod-network/index.ts';
-import { removeKubeChains, startKubeProxy } from './pod-network/kube-proxy.ts';
-import { run } from './exec/run.ts';
-import { startNodeAgent } from './kubelet/index.ts';
 import type { ImageTable } from './node-agent/types.ts';
 import { bin, cacheDir, TESTBED_PREFIX } from './paths.ts';
+import { setupPodNetwork } from './pod-network/index.ts';
+import { removeKubeChains, startKubeProxy } from './pod-network/kube-proxy.ts';
 import { type Component, component } from './process/component.ts';
-import { startHostRedis } from './servers/redis.ts';
+import { startVolumeProvisioner } from './provisioner/index.ts';
 import { startNats } from './servers/nats.ts';
+import { startHostRedis } from './servers/redis.ts';
 import { startS3 } from './servers/s3.ts';
 import type { ComponentName, Faults, Testbed } from './types.ts';
-import { startVolumeProvisioner } from './provisioner/index.ts';
 import { waitForNodeReady } from './wait.ts';
 
 export type TestbedOptions = {
@@ -67,16 +67,23 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
 
     step('control plane, NATS, S3 and redis');
     const base = { dir, testbedId: id };
+    /** Registers how to stop what just started, and passes it on. */
+    const stoppable =
+      <T>(stopOf: (r: T) => Promise<unknown>) =>
+      (r: T) => {
+        undo.push(() => stopOf(r));
+        return r;
+      };
     const [cp, nats, s3, redis] = await Promise.all([
       startControlPlane({
         ...base,
         address: network.hostIp,
         serviceCidr: network.serviceCidr,
         clusterCidr: network.podCidr,
-      }).then((r) => (undo.push(() => r.stop()), r)),
-      startNats(base).then((r) => (undo.push(() => r.server.stop()), r)),
-      startS3(base).then((r) => (undo.push(() => r.server.stop()), r)),
-      startHostRedis(base).then((r) => (undo.push(() => r.server.stop()), r)),
+      }).then(stoppable((r) => r.stop())),
+      startNats(base).then(stoppable((r) => r.server.stop())),
+      startS3(base).then(stoppable((r) => r.server.stop())),
+      startHostRedis(base).then(stoppable((r) => r.server.stop())),
     ]);
 
     const bucket = opts.bucket ?? 'tideway';
@@ -90,7 +97,10 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
     s3Client.destroy();
 
     step('node agent, volume provisioner, kube-proxy');
-    const provisioner = await startVolumeProvisioner({ kubeconfig: cp.kubeconfig, dir: join(dir, 'volumes') });
+    const provisioner = await startVolumeProvisioner({
+      kubeconfig: cp.kubeconfig,
+      dir: join(dir, 'volumes'),
+    });
     undo.push(() => provisioner.stop());
 
     const nodeAgent = await startNodeAgent({
@@ -142,7 +152,8 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       killContainer: async (ns, name, container) => {
         const pids = nodeAgent.containerPids(ns, name);
         const pid = container ? pids.get(container) : pids.values().next().value;
-        if (pid === undefined) throw new Error(`pod ${ns}/${name} has no running container ${container ?? ''}`);
+        if (pid === undefined)
+          throw new Error(`pod ${ns}/${name} has no running container ${container ?? ''}`);
         process.kill(pid, 'SIGKILL');
       },
       containerPids: (ns, name) => Object.fromEntries(nodeAgent.containerPids(ns, name)),
@@ -159,7 +170,13 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       apiServerUrl: cp.url,
       kubectl: bin('kubectl'),
       natsUrl: nats.url,
-      s3: { endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, bucket },
+      s3: {
+        endpoint: s3.endpoint,
+        region: s3.region,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+        bucket,
+      },
       redisUrl: redis.url,
       network: { hostIp: network.hostIp, podCidr: network.podCidr, serviceCidr: network.serviceCidr },
       nodeName: NODE_NAME,

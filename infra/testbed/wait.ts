@@ -3,7 +3,12 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until `check` returns a value other than undefined, or throws with `what` after timeout. */
-export const until = async <T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000, intervalMs = 200) => {
+export const until = async <T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  intervalMs = 200,
+) => {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

@@ -1,4 +1,4 @@
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 
@@ -15,7 +15,13 @@ export type Bus = {
  * function that gave up on its bus would silently stop working.
  */
 export const connectBus = async (servers: string, name: string): Promise<Bus> => {
-  const nc = await connect({ servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true });
+  const nc = await connect({
+    servers,
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    waitOnFirstConnect: true,
+  });
   const js = jetstream(nc, { timeout: 10_000 });
   const jsm = await jetstreamManager(nc);
   const close = async () => {

@@ -1,5 +1,5 @@
-import type { CloudEvent } from 'cloudevents';
 import type { JetStreamClient } from '@nats-io/jetstream';
+import type { CloudEvent } from 'cloudevents';
 import { toBinaryMessage } from '../events/nats-binding.ts';
 import { STREAM, subjectFor } from '../events/subjects.ts';
 import type { EventPublisher } from './types.ts';
@@ -17,9 +17,13 @@ export class UnroutableEventError extends Error {
 export const jetStreamPublisher = (js: JetStreamClient): EventPublisher => ({
   publish: async (event) => {
     const ext = event as unknown as Record<string, unknown>;
-    const [kind, namespace, name] = [ext.kind, ext.namespace, ext.name].map((v) => (typeof v === 'string' ? v : ''));
+    const [kind, namespace, name] = [ext.kind, ext.namespace, ext.name].map((v) =>
+      typeof v === 'string' ? v : '',
+    );
     if (!kind || !namespace || !name) {
-      throw new UnroutableEventError(`event ${event.id} (${event.type}) lacks kind/namespace/name extensions`);
+      throw new UnroutableEventError(
+        `event ${event.id} (${event.type}) lacks kind/namespace/name extensions`,
+      );
     }
     const { headers, data } = toBinaryMessage(event as CloudEvent<unknown>);
     const ack = await js.publish(subjectFor(event.type, { kind, namespace, name }), data, {

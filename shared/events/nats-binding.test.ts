@@ -1,5 +1,5 @@
-import { CloudEvent } from 'cloudevents';
 import { headers } from '@nats-io/nats-core';
+import { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { fromMessage, InvalidEventError, STRUCTURED_CONTENT_TYPE, toBinaryMessage } from './nats-binding.ts';
 import { percentDecode, percentEncode } from './percent.ts';

@@ -1,5 +1,5 @@
+import { type MsgHdrs, headers as natsHeaders } from '@nats-io/nats-core';
 import { CloudEvent } from 'cloudevents';
-import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { percentDecode, percentEncode } from './percent.ts';
 
 /**
@@ -36,7 +36,9 @@ export const toBinaryMessage = (event: CloudEvent<unknown>): NatsMessageParts =>
       ? new Uint8Array()
       : data instanceof Uint8Array
         ? data
-        : new TextEncoder().encode(typeof data === 'string' && !isJson(event.datacontenttype) ? data : JSON.stringify(data));
+        : new TextEncoder().encode(
+            typeof data === 'string' && !isJson(event.datacontenttype) ? data : JSON.stringify(data),
+          );
   return { headers: h, data: payload };
 };
 
@@ -62,8 +64,11 @@ export const fromMessage = (h: MsgHdrs | undefined, data: Uint8Array): CloudEven
     }
     return new CloudEvent(attrs, true);
   } catch (error) {
-    throw new InvalidEventError(`not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
+    throw new InvalidEventError(
+      `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
 };

@@ -1,4 +1,4 @@
-import { TYPE_PREFIX, type ObjectRef } from './types.ts';
+import { type ObjectRef, TYPE_PREFIX } from './types.ts';
 
 /** The one JetStream stream every Tideway event goes through. */
 export const STREAM = 'TIDEWAY';
@@ -15,13 +15,20 @@ export const decodeToken = (token: string): string => decodeURIComponent(token);
 
 /** `dev.tideway.resource.updated` → `resource.updated` (always two tokens). */
 const typeTokens = (type: string): string => {
-  if (!type.startsWith(TYPE_PREFIX)) throw new Error(`event type ${type} is not a Tideway type (${TYPE_PREFIX}…)`);
+  if (!type.startsWith(TYPE_PREFIX))
+    throw new Error(`event type ${type} is not a Tideway type (${TYPE_PREFIX}…)`);
   return type.slice(TYPE_PREFIX.length);
 };
 
 /** tideway.<type: 2 tokens>.<kind>.<namespace>.<name> */
 export const subjectFor = (type: string, ref: ObjectRef): string =>
-  [SUBJECT_ROOT, typeTokens(type), encodeToken(ref.kind), encodeToken(ref.namespace), encodeToken(ref.name)].join('.');
+  [
+    SUBJECT_ROOT,
+    typeTokens(type),
+    encodeToken(ref.kind),
+    encodeToken(ref.namespace),
+    encodeToken(ref.name),
+  ].join('.');
 
 /**
  * Filter subject for a subscription: a type pattern as in serverless.yml (`dev.tideway.resource.*`
@@ -29,7 +36,8 @@ export const subjectFor = (type: string, ref: ObjectRef): string =>
  */
 export const filterSubject = (typePattern: string, kind?: string): string => {
   const tokens = typeTokens(typePattern);
-  if (tokens.split('.').length !== 2) throw new Error(`event type pattern ${typePattern} must have the form ${TYPE_PREFIX}<group>.<name|*>`);
+  if (tokens.split('.').length !== 2)
+    throw new Error(`event type pattern ${typePattern} must have the form ${TYPE_PREFIX}<group>.<name|*>`);
   return [SUBJECT_ROOT, tokens, kind ? encodeToken(kind) : '*', '>'].join('.');
 };
 

@@ -8,14 +8,25 @@ describe('setCondition', () => {
   it('adds a condition with lastTransitionTime and observedGeneration', () => {
     const c = setCondition([], { type: 'Ready', status: 'False', reason: 'Creating', message: 'm' }, 3, t1);
     expect(c).toEqual([
-      { type: 'Ready', status: 'False', reason: 'Creating', message: 'm', lastTransitionTime: '2026-11-22T10:00:00Z', observedGeneration: 3 },
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Creating',
+        message: 'm',
+        lastTransitionTime: '2026-11-22T10:00:00Z',
+        observedGeneration: 3,
+      },
     ]);
   });
 
   it('keeps lastTransitionTime when only reason or message change', () => {
     const a = setCondition([], { type: 'Ready', status: 'False', reason: 'Creating', message: 'm' }, 1, t1);
     const b = setCondition(a, { type: 'Ready', status: 'False', reason: 'Waiting', message: 'n' }, 2, t2);
-    expect(b[0]).toMatchObject({ reason: 'Waiting', lastTransitionTime: '2026-11-22T10:00:00Z', observedGeneration: 2 });
+    expect(b[0]).toMatchObject({
+      reason: 'Waiting',
+      lastTransitionTime: '2026-11-22T10:00:00Z',
+      observedGeneration: 2,
+    });
   });
 
   it('moves lastTransitionTime when the status changes, and leaves other conditions alone', () => {

@@ -27,7 +27,9 @@ export const setCondition = (
   const next: Condition = {
     ...input,
     lastTransitionTime:
-      previous && previous.status === input.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      previous && previous.status === input.status
+        ? previous.lastTransitionTime
+        : now.toISOString().replace(/\.\d+Z$/, 'Z'),
     ...(observedGeneration !== undefined ? { observedGeneration } : {}),
   };
   if (i >= 0) list[i] = next;

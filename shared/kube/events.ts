@@ -23,7 +23,10 @@ export const eventRecorder = (
       await api.createNamespacedEvent({
         namespace: regarding.namespace,
         body: {
-          metadata: { name: `${regarding.name}.${randomBytes(6).toString('hex')}`, namespace: regarding.namespace },
+          metadata: {
+            name: `${regarding.name}.${randomBytes(6).toString('hex')}`,
+            namespace: regarding.namespace,
+          },
           // MicroTime: the API rejects eventTime without microseconds.
           eventTime: new V1MicroTime(),
           reportingController: controller,

@@ -5,9 +5,19 @@ export const TIDEWAY_GROUP = 'tideway.dev';
 export const TIDEWAY_VERSION = 'v1alpha1';
 
 export const TIDEWAY_KINDS = {
-  RedisCluster: { group: TIDEWAY_GROUP, version: TIDEWAY_VERSION, plural: 'redisclusters', kind: 'RedisCluster' },
+  RedisCluster: {
+    group: TIDEWAY_GROUP,
+    version: TIDEWAY_VERSION,
+    plural: 'redisclusters',
+    kind: 'RedisCluster',
+  },
   Backup: { group: TIDEWAY_GROUP, version: TIDEWAY_VERSION, plural: 'backups', kind: 'Backup' },
-  BackupSchedule: { group: TIDEWAY_GROUP, version: TIDEWAY_VERSION, plural: 'backupschedules', kind: 'BackupSchedule' },
+  BackupSchedule: {
+    group: TIDEWAY_GROUP,
+    version: TIDEWAY_VERSION,
+    plural: 'backupschedules',
+    kind: 'BackupSchedule',
+  },
   Restore: { group: TIDEWAY_GROUP, version: TIDEWAY_VERSION, plural: 'restores', kind: 'Restore' },
 } as const satisfies Record<string, ResourceType>;
 

@@ -3,7 +3,13 @@ import { isConflict } from './errors.ts';
 import type { ObjectKey, ResourceType } from './resources.ts';
 
 export type KubeObject = {
-  metadata?: { name?: string; namespace?: string; uid?: string; generation?: number; resourceVersion?: string };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+  };
   status?: Record<string, unknown>;
   [k: string]: unknown;
 };

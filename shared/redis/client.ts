@@ -69,7 +69,9 @@ export const connectRedis = async (o: RedisClientOptions): Promise<RedisClient> 
       socket.destroy();
     }
   });
-  socket.on('error', (e) => failAll(new RedisConnectionError(`${o.host}:${o.port}: ${e.message}`, { cause: e })));
+  socket.on('error', (e) =>
+    failAll(new RedisConnectionError(`${o.host}:${o.port}: ${e.message}`, { cause: e })),
+  );
   socket.on('close', () => failAll(new RedisConnectionError(`${o.host}:${o.port}: connection closed`)));
 
   const command = (...args: (string | number | Buffer)[]) =>

@@ -50,7 +50,10 @@ describe('INFO parsing', () => {
 
   it('tells Redis from Valkey', () => {
     expect(serverVersion(masterInfo)).toEqual({ product: 'redis', version: '7.0.15' });
-    expect(serverVersion('# Server\nredis_version:7.2.4\nvalkey_version:8.1.8\n')).toEqual({ product: 'valkey', version: '8.1.8' });
+    expect(serverVersion('# Server\nredis_version:7.2.4\nvalkey_version:8.1.8\n')).toEqual({
+      product: 'valkey',
+      version: '8.1.8',
+    });
   });
 });
 

@@ -47,7 +47,13 @@ export const parseReplication = (info: string): Replication => {
     for (const [k, v] of Object.entries(r)) {
       if (!/^slave\d+$/.test(k)) continue;
       const f = Object.fromEntries(v.split(',').map((kv) => kv.split('=') as [string, string]));
-      replicas.push({ ip: f.ip ?? '', port: num(f.port), state: f.state ?? '', offset: num(f.offset), lag: num(f.lag) });
+      replicas.push({
+        ip: f.ip ?? '',
+        port: num(f.port),
+        state: f.state ?? '',
+        offset: num(f.offset),
+        lag: num(f.lag),
+      });
     }
     return { role: 'master', offset: num(r.master_repl_offset), replicas, replid: r.master_replid ?? '' };
   }

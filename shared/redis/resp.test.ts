@@ -17,14 +17,19 @@ describe('RESP', () => {
   });
 
   it('parses every reply type', () => {
-    const [simple, int, bulk, nil, arr, err] = parseAll('+OK\r\n:42\r\n$5\r\nhello\r\n$-1\r\n*2\r\n:1\r\n$1\r\nx\r\n-ERR no\r\n');
+    const [simple, int, bulk, nil, arr, err] = parseAll(
+      '+OK\r\n:42\r\n$5\r\nhello\r\n$-1\r\n*2\r\n:1\r\n$1\r\nx\r\n-ERR no\r\n',
+    );
     expect([simple, int, bulk, nil, arr]).toEqual(['OK', 42, 'hello', null, [1, 'x']]);
     expect(err).toBeInstanceOf(RespError);
     expect((err as RespError).code).toBe('ERR');
   });
 
   it('waits for values split across chunks, including inside a bulk string and nested arrays', () => {
-    expect(parseAll('$11\r\nhello', ' world\r\n*2\r\n*1\r\n:', '1\r\n+a\r\n')).toEqual(['hello world', [[1], 'a']]);
+    expect(parseAll('$11\r\nhello', ' world\r\n*2\r\n*1\r\n:', '1\r\n+a\r\n')).toEqual([
+      'hello world',
+      [[1], 'a'],
+    ]);
   });
 
   it('marks LOADING as retryable and ERR as not', () => {

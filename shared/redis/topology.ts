@@ -15,11 +15,16 @@ export type InstanceState = {
  * acknowledged, so writes confirmed with WAIT 1 survive), ties to the lowest ordinal so the
  * choice is stable across replicas of the health function.
  */
-export const chooseNewMaster = (instances: readonly InstanceState[], exclude: string): InstanceState | undefined =>
+export const chooseNewMaster = (
+  instances: readonly InstanceState[],
+  exclude: string,
+): InstanceState | undefined =>
   instances
     .filter((i) => i.pod !== exclude && i.reachable)
     .sort((a, b) => (b.offset ?? -1) - (a.offset ?? -1) || a.ordinal - b.ordinal)[0];
 
 /** Bytes a replica is behind its master (0 when unknown). */
 export const lagBytes = (master: InstanceState | undefined, replica: InstanceState): number =>
-  master?.offset !== undefined && replica.offset !== undefined ? Math.max(0, master.offset - replica.offset) : 0;
+  master?.offset !== undefined && replica.offset !== undefined
+    ? Math.max(0, master.offset - replica.offset)
+    : 0;

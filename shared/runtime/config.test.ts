@@ -28,12 +28,16 @@ describe('serverless.yml', () => {
   });
 
   it('says where and what is wrong', () => {
-    const bad = valid.replace('dev.tideway.resource.*', 'resource.changed').replace('timeout: 30', 'timeout: 0');
+    const bad = valid
+      .replace('dev.tideway.resource.*', 'resource.changed')
+      .replace('timeout: 30', 'timeout: 0');
     expect(() => parseServerless(bad)).toThrow(ConfigError);
     try {
       parseServerless(bad);
     } catch (e) {
-      expect((e as Error).message).toMatch(/functions\.reconcile\.events\.0\.cloudevent\.type: a Tideway event type/);
+      expect((e as Error).message).toMatch(
+        /functions\.reconcile\.events\.0\.cloudevent\.type: a Tideway event type/,
+      );
       expect((e as Error).message).toMatch(/functions\.reconcile\.timeout/);
     }
   });
@@ -43,7 +47,9 @@ describe('serverless.yml', () => {
   });
 
   it('refuses unknown keys rather than ignoring them', () => {
-    expect(() => parseServerless(valid.replace('timeout: 30', 'timeout: 30\n    timout: 5'))).toThrow(/timout/);
+    expect(() => parseServerless(valid.replace('timeout: 30', 'timeout: 30\n    timout: 5'))).toThrow(
+      /timout/,
+    );
   });
 
   it('reads durations', () => {

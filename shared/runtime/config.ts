@@ -10,17 +10,26 @@ import { TYPE_PREFIX } from '../events/types.ts';
  */
 const zTypePattern = z
   .string()
-  .regex(/^dev\.tideway\.[a-z]+\.([a-z]+|\*)$/, `a Tideway event type like ${TYPE_PREFIX}resource.updated, or ${TYPE_PREFIX}resource.*`);
+  .regex(
+    /^dev\.tideway\.[a-z]+\.([a-z]+|\*)$/,
+    `a Tideway event type like ${TYPE_PREFIX}resource.updated, or ${TYPE_PREFIX}resource.*`,
+  );
 
 const zEvent = z.strictObject({
   cloudevent: z.strictObject({
     type: zTypePattern,
     /** Only events about this kind (the `kind` extension). */
-    kind: z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'a Kubernetes kind like RedisCluster').optional(),
+    kind: z
+      .string()
+      .regex(/^[A-Z][A-Za-z0-9]*$/, 'a Kubernetes kind like RedisCluster')
+      .optional(),
   }),
 });
 
-const zDuration = z.union([z.number().int().nonnegative(), z.string().regex(/^\d+(ms|s|m)$/, 'like 500ms, 5s or 2m')]);
+const zDuration = z.union([
+  z.number().int().nonnegative(),
+  z.string().regex(/^\d+(ms|s|m)$/, 'like 500ms, 5s or 2m'),
+]);
 
 export const toMs = (d: number | string): number => {
   if (typeof d === 'number') return d;
@@ -50,7 +59,10 @@ const zFunction = z.strictObject({
       initialDelay: zDuration.default('1s'),
       maxDelay: zDuration.default('2m'),
       /** Condition set False (with the error's reason) on the object when the function fails for good. */
-      failureCondition: z.string().regex(/^[A-Z][A-Za-z]*$/).default('Reconciled'),
+      failureCondition: z
+        .string()
+        .regex(/^[A-Z][A-Za-z]*$/)
+        .default('Reconciled'),
     })
     .prefault({}),
 });
@@ -89,7 +101,9 @@ export const parseServerless = (text: string, file = 'serverless.yml'): Serverle
   }
   for (const [name, fn] of Object.entries(result.data.functions)) {
     if (!fn.tideway.service && fn.events.length === 0) {
-      throw new ConfigError(`${file}: function ${name} has no events; give it cloudevent events or set tideway.service: true`);
+      throw new ConfigError(
+        `${file}: function ${name} has no events; give it cloudevent events or set tideway.service: true`,
+      );
     }
   }
   return result.data;

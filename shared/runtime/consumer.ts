@@ -1,5 +1,5 @@
-import type { CloudEvent } from 'cloudevents';
 import { AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
+import type { CloudEvent } from 'cloudevents';
 import type { Bus } from '../bus/connect.ts';
 import { fromMessage } from '../events/nats-binding.ts';
 import { filterSubject, objectKeyOf, STREAM } from '../events/subjects.ts';
@@ -68,7 +68,11 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
   const labels = { function: name };
 
   const settle = async (msg: JsMsg, outcome: Outcome, event: CloudEvent<unknown>, attempt: number) => {
-    const elog = log.child({ event: event.id, object: `${ext(event, 'namespace')}/${ext(event, 'name')}`, kind: ext(event, 'kind') });
+    const elog = log.child({
+      event: event.id,
+      object: `${ext(event, 'namespace')}/${ext(event, 'name')}`,
+      kind: ext(event, 'kind'),
+    });
     if (outcome.kind === 'done') {
       await msg.ackAck().catch((error) => elog.warn('ack failed; the event will be redelivered', { error }));
       m.inc('tideway_events_handled_total', { ...labels, outcome: 'done' });
@@ -76,7 +80,10 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
     }
     const exhausted = outcome.kind === 'retry' && attempt >= fn.maximumRetryAttempts;
     if (outcome.kind === 'retry' && !exhausted) {
-      const delay = outcome.afterMs >= 0 ? outcome.afterMs : backoffMs(attempt, toMs(fn.tideway.initialDelay), toMs(fn.tideway.maxDelay));
+      const delay =
+        outcome.afterMs >= 0
+          ? outcome.afterMs
+          : backoffMs(attempt, toMs(fn.tideway.initialDelay), toMs(fn.tideway.maxDelay));
       elog.info('retrying later', { attempt, delayMs: delay, reason: outcome.reason });
       msg.nak(delay);
       m.inc('tideway_events_handled_total', { ...labels, outcome: 'retry' });
@@ -114,7 +121,14 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
     const started = performance.now();
     let stuck: NodeJS.Timeout | undefined;
     try {
-      const run = o.handler(event, { ...deps, log: log.child({ event: event.id, object: key }), function: name, attempt, maxAttempts: fn.maximumRetryAttempts, signal });
+      const run = o.handler(event, {
+        ...deps,
+        log: log.child({ event: event.id, object: key }),
+        function: name,
+        attempt,
+        maxAttempts: fn.maximumRetryAttempts,
+        signal,
+      });
       // The lock is held until the handler really ends, even past its timeout: releasing it early
       // would let another replica work on the same object at the same time.
       const watchdog = () => {
@@ -130,7 +144,8 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
       );
       signal.removeEventListener('abort', watchdog);
       let outcome = toOutcome(result);
-      if (timeout.aborted && outcome.kind !== 'done') outcome = { kind: 'retry', afterMs: -1, reason: `timed out after ${fn.timeout}s` };
+      if (timeout.aborted && outcome.kind !== 'done')
+        outcome = { kind: 'retry', afterMs: -1, reason: `timed out after ${fn.timeout}s` };
       if (shutdown.signal.aborted && outcome.kind !== 'done') {
         msg.nak(0); // shutting down: let another replica take it now
         return;
@@ -157,7 +172,11 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         msg.term('invalid CloudEvent');
         continue;
       }
-      const key = objectKeyOf({ kind: ext(event, 'kind'), namespace: ext(event, 'namespace'), name: ext(event, 'name') });
+      const key = objectKeyOf({
+        kind: ext(event, 'kind'),
+        namespace: ext(event, 'namespace'),
+        name: ext(event, 'name'),
+      });
       const waiting = setInterval(() => msg.working(), ackWaitMs / 3);
       scheduler.submit({
         key,

@@ -1,5 +1,5 @@
-import type { CloudEvent } from 'cloudevents';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
 import type { EventPublisher } from '../bus/types.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
@@ -14,7 +14,11 @@ export type Outcome =
   | { readonly kind: 'terminal'; readonly reason: string; readonly message: string };
 
 export const done: Outcome = { kind: 'done' };
-export const retryAfter = (afterMs: number, reason = 'Requeue'): Outcome => ({ kind: 'retry', afterMs, reason });
+export const retryAfter = (afterMs: number, reason = 'Requeue'): Outcome => ({
+  kind: 'retry',
+  afterMs,
+  reason,
+});
 export const terminal = (reason: string, message: string): Outcome => ({ kind: 'terminal', reason, message });
 
 /** Throw to fail for good: the input will not get better by retrying. */
@@ -63,20 +67,25 @@ export type HandlerContext = Deps & {
   readonly signal: AbortSignal;
 };
 
-export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined | void>;
+/** Resolving to undefined means done. */
+export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined>;
 
 /** A long-running function (the watcher): started once per replica, stopped on SIGTERM. */
 export type Service = (ctx: Deps & { readonly function: string }) => Promise<{ stop(): Promise<void> }>;
 
 /** Maps whatever a handler returned or threw to an outcome. Unknown errors are retried. */
-export const toOutcome = (result: Outcome | undefined | void | { error: unknown }): Outcome => {
+export const toOutcome = (result: Outcome | undefined | { error: unknown }): Outcome => {
   if (result === undefined) return done;
   if ('error' in result) {
     const e = result.error as { retry?: unknown; reason?: unknown; afterMs?: unknown; message?: unknown };
     const reason = typeof e?.reason === 'string' ? e.reason : 'Error';
     const message = typeof e?.message === 'string' ? e.message : String(result.error);
     if (e?.retry === false) return terminal(reason, message);
-    return { kind: 'retry', afterMs: typeof e?.afterMs === 'number' ? e.afterMs : -1, reason: `${reason}: ${message}` };
+    return {
+      kind: 'retry',
+      afterMs: typeof e?.afterMs === 'number' ? e.afterMs : -1,
+      reason: `${reason}: ${message}`,
+    };
   }
   return result;
 };

@@ -9,7 +9,8 @@ export const loadExport = async (serverlessFile: string, handler: string): Promi
   const base = resolve(dirname(serverlessFile), handler.slice(0, dot));
   const exportName = handler.slice(dot + 1);
   const file = ['.ts', '.js', '.mjs'].map((e) => base + e).find((f) => existsSync(f));
-  if (!file) throw new ConfigError(`handler ${handler}: no module ${base}.ts (or .js) next to ${serverlessFile}`);
+  if (!file)
+    throw new ConfigError(`handler ${handler}: no module ${base}.ts (or .js) next to ${serverlessFile}`);
   const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   if (typeof mod[exportName] !== 'function') {
     throw new ConfigError(`handler ${handler}: ${file} has no exported function ${exportName}`);

@@ -28,13 +28,18 @@ export const createLogger = (
   base: LogFields = {},
   o: { level?: Level; write?: (line: string) => void } = {},
 ): Logger => {
-  const min = LEVELS[o.level ?? ((process.env.TIDEWAY_LOG_LEVEL as Level | undefined) ?? 'info')] ?? LEVELS.info;
+  const min =
+    LEVELS[o.level ?? (process.env.TIDEWAY_LOG_LEVEL as Level | undefined) ?? 'info'] ?? LEVELS.info;
   const write = o.write ?? ((line: string) => process.stderr.write(`${line}\n`));
   const make = (bound: LogFields): Logger => {
-    const log = (level: Level) => (msg: string, fields: LogFields = {}) => {
-      if (LEVELS[level] < min) return;
-      write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...redact({ ...bound, ...fields }) }));
-    };
+    const log =
+      (level: Level) =>
+      (msg: string, fields: LogFields = {}) => {
+        if (LEVELS[level] < min) return;
+        write(
+          JSON.stringify({ time: new Date().toISOString(), level, msg, ...redact({ ...bound, ...fields }) }),
+        );
+      };
     return {
       debug: log('debug'),
       info: log('info'),

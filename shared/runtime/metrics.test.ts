@@ -25,7 +25,13 @@ describe('logger', () => {
     const log = createLogger({ function: 'backup' }, { write: (l) => lines.push(l) }).child({ event: 'e1' });
     log.info('started', { password: 'hunter2', secretAccessKey: 'x', object: 'ns/a' });
     const line = JSON.parse(lines[0] ?? '{}');
-    expect(line).toMatchObject({ level: 'info', msg: 'started', function: 'backup', event: 'e1', object: 'ns/a' });
+    expect(line).toMatchObject({
+      level: 'info',
+      msg: 'started',
+      function: 'backup',
+      event: 'e1',
+      object: 'ns/a',
+    });
     expect(line.password).toBe('[redacted]');
     expect(line.secretAccessKey).toBe('[redacted]');
     expect(lines[0]).not.toContain('hunter2');

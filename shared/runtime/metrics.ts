@@ -24,9 +24,11 @@ export const createMetrics = (help: Record<string, string> = {}): Metrics => {
   const gauges = new Map<string, Map<string, number>>();
   const histograms = new Map<string, Map<string, { counts: number[]; sum: number; count: number }>>();
   const series = <T>(m: Map<string, Map<string, T>>, name: string) => {
-    let s = m.get(name);
-    if (!s) m.set(name, (s = new Map()));
-    return s;
+    const existing = m.get(name);
+    if (existing) return existing;
+    const created = new Map<string, T>();
+    m.set(name, created);
+    return created;
   };
   const header = (name: string, type: string) =>
     `${help[name] ? `# HELP ${name} ${help[name]}\n` : ''}# TYPE ${name} ${type}\n`;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { type KV, Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
 
 /** Held while a handler works on an object; `lost` aborts when another holder could have it. */
 export type LockLease = {

@@ -15,7 +15,9 @@ export const startOpsServer = async (o: {
   hostname?: string;
 }): Promise<OpsServer> => {
   const app = new Hono();
-  app.get('/metrics', (c) => c.text(o.metrics.render(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
+  app.get('/metrics', (c) =>
+    c.text(o.metrics.render(), 200, { 'content-type': 'text/plain; version=0.0.4' }),
+  );
   app.get('/healthz', (c) => c.text('ok'));
   app.get('/readyz', (c) => (o.ready() ? c.text('ok') : c.text('not ready', 503)));
   const hostname = o.hostname ?? '127.0.0.1';

@@ -1,7 +1,7 @@
 import { CustomObjectsApi, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { eventRecorder } from '../kube/events.ts';
-import { setCondition, type Condition } from '../kube/conditions.ts';
+import { type Condition, setCondition } from '../kube/conditions.ts';
 import { isNotFound } from '../kube/errors.ts';
+import { eventRecorder } from '../kube/events.ts';
 import { type ResourceType, TIDEWAY_KINDS } from '../kube/resources.ts';
 import { updateStatus } from '../kube/status.ts';
 import type { Logger } from './logger.ts';
@@ -44,8 +44,11 @@ export const reportFailure = async (
       if (!isNotFound(error)) log.warn('could not write the failure condition', { error });
     }
   }
-  await eventRecorder(kc.makeApiClient(EventsV1Api), `tideway.dev/${fn}`, process.env.HOSTNAME ?? `pid-${process.pid}`, (error) =>
-    log.warn('could not record the failure Event', { error }),
+  await eventRecorder(
+    kc.makeApiClient(EventsV1Api),
+    `tideway.dev/${fn}`,
+    process.env.HOSTNAME ?? `pid-${process.pid}`,
+    (error) => log.warn('could not record the failure Event', { error }),
   ).record({
     regarding: {
       apiVersion: type ? `${type.group}/${type.version}` : 'v1',

@@ -31,14 +31,19 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   const parsed = zEnv.safeParse(env);
   const log = createLogger({ function: name, replica: env.TIDEWAY_REPLICA ?? '0' });
   if (!parsed.success) {
-    log.error('bad environment', { problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+    log.error('bad environment', {
+      problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+    });
     process.exit(78);
   }
   const e = parsed.data;
   const file = resolve(e.TIDEWAY_SERVERLESS);
   const config = await loadServerless(file);
   const fn = config.functions[name];
-  if (!fn) throw new Error(`${file} defines no function ${name}; it has ${Object.keys(config.functions).join(', ')}`);
+  if (!fn)
+    throw new Error(
+      `${file} defines no function ${name}; it has ${Object.keys(config.functions).join(', ')}`,
+    );
   const entry = await loadExport(file, fn.handler);
 
   const kube = new KubeConfig();

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -32,11 +31,21 @@ describe('test bed lifecycle', () => {
     try {
       await until('the env file', async () => (existsSync(envFile) ? true : undefined), 300_000, 500);
       const env = readFileSync(envFile, 'utf8');
-      for (const key of ['KUBECONFIG', 'PATH', 'NATS_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY']) {
+      for (const key of [
+        'KUBECONFIG',
+        'PATH',
+        'NATS_URL',
+        'S3_ENDPOINT',
+        'S3_BUCKET',
+        'S3_ACCESS_KEY_ID',
+        'S3_SECRET_ACCESS_KEY',
+      ]) {
         expect(env).toContain(`export ${key}=`);
       }
       // The file is usable as documented: source it, then kubectl talks to the cluster.
-      const nodes = execFileSync('bash', ['-c', `. '${envFile}' && kubectl get nodes -o name`], { encoding: 'utf8' });
+      const nodes = execFileSync('bash', ['-c', `. '${envFile}' && kubectl get nodes -o name`], {
+        encoding: 'utf8',
+      });
       expect(nodes.trim()).toBe('node/tideway-node-0');
     } finally {
       child.kill('SIGINT');

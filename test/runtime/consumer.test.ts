@@ -1,5 +1,5 @@
-import { CloudEvent } from 'cloudevents';
 import { KubeConfig } from '@kubernetes/client-node';
+import { CloudEvent } from 'cloudevents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';

@@ -11,7 +11,7 @@ import {
 import { inject } from 'vitest';
 import { controlClient } from '../../infra/testbed/control-api.ts';
 
-export { until, sleep } from '../../infra/testbed/wait.ts';
+export { sleep, until } from '../../infra/testbed/wait.ts';
 
 /** The running test bed (started once by the global setup) and clients for it. */
 export const bed = () => {
@@ -28,8 +28,11 @@ export const bed = () => {
     discovery: kc.makeApiClient(DiscoveryV1Api),
     faults: controlClient(info),
     kubectl: async (...args: string[]) =>
-      (await promisify(execFile)(info.kubectl, args, { env: { ...process.env, KUBECONFIG: info.kubeconfig } }))
-        .stdout,
+      (
+        await promisify(execFile)(info.kubectl, args, {
+          env: { ...process.env, KUBECONFIG: info.kubeconfig },
+        })
+      ).stdout,
   };
 };
 

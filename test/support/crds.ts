@@ -10,7 +10,14 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const installCrds = async (info: TestbedInfo): Promise<void> => {
   const run = (...args: string[]) =>
     promisify(execFile)(info.kubectl, args, { env: { ...process.env, KUBECONFIG: info.kubeconfig } });
-  await run('apply', '--server-side', '--force-conflicts', '--field-manager=tideway-tests', '-f', join(root, 'crds'));
+  await run(
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    '--field-manager=tideway-tests',
+    '-f',
+    join(root, 'crds'),
+  );
   await run(
     'wait',
     '--for=condition=Established',

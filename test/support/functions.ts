@@ -17,7 +17,11 @@ export type Worker = {
 };
 
 /** One replica of a function as its own process, as `tideway run` would start it. */
-export const spawnWorker = (fn: string, env: Record<string, string>, serverless = TEST_SERVERLESS): Worker => {
+export const spawnWorker = (
+  fn: string,
+  env: Record<string, string>,
+  serverless = TEST_SERVERLESS,
+): Worker => {
   const child: ChildProcess = spawn(process.execPath, [join(root, 'shared', 'runtime', 'worker.ts'), fn], {
     env: { ...process.env, ...env, TIDEWAY_SERVERLESS: serverless, TIDEWAY_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

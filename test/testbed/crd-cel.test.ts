@@ -28,7 +28,9 @@ describe('API server: CRDs with structural schemas and CEL rules', () => {
                     spec: {
                       type: 'object',
                       properties: { min: { type: 'integer' }, max: { type: 'integer' } },
-                      x_kubernetes_validations: [{ rule: 'self.min <= self.max', message: 'min must not exceed max' }],
+                      x_kubernetes_validations: [
+                        { rule: 'self.min <= self.max', message: 'min must not exceed max' },
+                      ],
                     },
                   },
                 },
@@ -40,7 +42,9 @@ describe('API server: CRDs with structural schemas and CEL rules', () => {
     });
     await until('CRD established', async () => {
       const crd = await b.apiext.readCustomResourceDefinition({ name: `widgets.${GROUP}` });
-      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+        ? true
+        : undefined;
     });
   });
 

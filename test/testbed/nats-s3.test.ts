@@ -64,7 +64,11 @@ describe('S3 server on the test bed', () => {
   it('round-trips a multipart upload, list, get and delete', async () => {
     const { s3, bucket } = client();
     const body = randomBytes(12 * 1024 * 1024); // three 5 MiB parts
-    await new Upload({ client: s3, params: { Bucket: bucket, Key: 'rt/big.bin', Body: body }, partSize: 5 * 1024 * 1024 }).done();
+    await new Upload({
+      client: s3,
+      params: { Bucket: bucket, Key: 'rt/big.bin', Body: body },
+      partSize: 5 * 1024 * 1024,
+    }).done();
 
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'rt/' }));
     expect(listed.Contents?.map((o) => [o.Key, o.Size])).toEqual([['rt/big.bin', body.length]]);
@@ -72,16 +76,26 @@ describe('S3 server on the test bed', () => {
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'rt/big.bin' }));
     expect(Buffer.from(await got.Body!.transformToByteArray()).equals(body)).toBe(true);
 
-    const deleted = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'rt/big.bin' }] } }));
+    const deleted = await s3.send(
+      new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'rt/big.bin' }] } }),
+    );
     expect(deleted.Errors ?? []).toEqual([]);
     expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'rt/' }))).KeyCount).toBe(0);
   });
 
   it('aborts a multipart upload, leaving no object and no pending upload', async () => {
     const { s3, bucket } = client();
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'rt/aborted.bin' }));
+    const { UploadId } = await s3.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'rt/aborted.bin' }),
+    );
     await s3.send(
-      new UploadPartCommand({ Bucket: bucket, Key: 'rt/aborted.bin', UploadId, PartNumber: 1, Body: randomBytes(5 * 1024 * 1024) }),
+      new UploadPartCommand({
+        Bucket: bucket,
+        Key: 'rt/aborted.bin',
+        UploadId,
+        PartNumber: 1,
+        Body: randomBytes(5 * 1024 * 1024),
+      }),
     );
     await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: 'rt/aborted.bin', UploadId }));
     const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));

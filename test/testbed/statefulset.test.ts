@@ -5,7 +5,8 @@ import { connectRedis } from '../../shared/redis/client.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 
 const APP = 'redis';
-const isReady = (p: V1Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+const isReady = (p: V1Pod) =>
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -25,10 +26,14 @@ describe('a StatefulSet of redis pods on the test bed', () => {
 
   const pod = (name: string) => b.core.readNamespacedPod({ namespace: ns, name });
   const readyPod = (name: string, notUid?: string) =>
-    until(`${name} Ready`, async () => {
-      const p = await pod(name);
-      return isReady(p) && p.metadata?.uid !== notUid ? p : undefined;
-    }, 120_000);
+    until(
+      `${name} Ready`,
+      async () => {
+        const p = await pod(name);
+        return isReady(p) && p.metadata?.uid !== notUid ? p : undefined;
+      },
+      120_000,
+    );
   const redisAt = (host: string) => connectRedis({ host, port: 6379 });
   const endpointsOf = async (service: string) => {
     const slices = await b.discovery.listNamespacedEndpointSlice({
@@ -71,9 +76,24 @@ describe('a StatefulSet of redis pods on the test bed', () => {
                   name: 'redis',
                   image: 'redis:7.0',
                   command: ['redis-server'],
-                  args: ['--dir', '/data', '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--protected-mode', 'no'],
+                  args: [
+                    '--dir',
+                    '/data',
+                    '--appendonly',
+                    'yes',
+                    '--appendfsync',
+                    'always',
+                    '--save',
+                    '',
+                    '--protected-mode',
+                    'no',
+                  ],
                   ports: [{ containerPort: 6379, name: 'redis' }],
-                  readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 1, failureThreshold: 1 },
+                  readinessProbe: {
+                    exec: { command: ['redis-cli', 'ping'] },
+                    periodSeconds: 1,
+                    failureThreshold: 1,
+                  },
                   livenessProbe: { tcpSocket: { port: 6379 }, periodSeconds: 2, failureThreshold: 3 },
                   volumeMounts: [{ name: 'data', mountPath: '/data' }],
                 },
@@ -128,10 +148,14 @@ describe('a StatefulSet of redis pods on the test bed', () => {
     const before = await pod(`${APP}-2`);
     const restarts = before.status?.containerStatuses?.[0]?.restartCount ?? 0;
     await b.faults.killContainer(ns, `${APP}-2`, 'redis');
-    const after = await until('restart counted and Ready', async () => {
-      const p = await pod(`${APP}-2`);
-      return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > restarts && isReady(p) ? p : undefined;
-    }, 120_000);
+    const after = await until(
+      'restart counted and Ready',
+      async () => {
+        const p = await pod(`${APP}-2`);
+        return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > restarts && isReady(p) ? p : undefined;
+      },
+      120_000,
+    );
     using r = await redisAt(after.status!.podIP!);
     expect(await r.command('GET', 'owner')).toBe(`${APP}-2`);
   });
@@ -160,31 +184,49 @@ describe('a StatefulSet of redis pods on the test bed', () => {
       ...Object.values(await b.faults.containerPids(ns, `${APP}-2`)),
     ];
     expect(pids).toHaveLength(2);
-    await b.apps.patchNamespacedStatefulSetScale(
-      { namespace: ns, name: APP, body: [{ op: 'replace', path: '/spec/replicas', value: 1 }] },
+    await b.apps.patchNamespacedStatefulSetScale({
+      namespace: ns,
+      name: APP,
+      body: [{ op: 'replace', path: '/spec/replicas', value: 1 }],
+    });
+    await until(
+      'pods 1 and 2 gone',
+      async () => {
+        const pods = await b.core.listNamespacedPod({ namespace: ns });
+        return pods.items.length === 1 ? true : undefined;
+      },
+      120_000,
     );
-    await until('pods 1 and 2 gone', async () => {
-      const pods = await b.core.listNamespacedPod({ namespace: ns });
-      return pods.items.length === 1 ? true : undefined;
-    }, 120_000);
     await until('their processes gone', async () => (pids.some(alive) ? undefined : true));
   });
 
   it('leaves no process or directory behind when the StatefulSet and its PVCs are deleted', async () => {
     const pids = Object.values(await b.faults.containerPids(ns, `${APP}-0`));
     expect(pids).toHaveLength(1);
-    const pvs = (await b.core.listPersistentVolume()).items.filter((pv) => pv.spec?.claimRef?.namespace === ns);
+    const pvs = (await b.core.listPersistentVolume()).items.filter(
+      (pv) => pv.spec?.claimRef?.namespace === ns,
+    );
     expect(pvs).toHaveLength(3);
 
     await b.apps.deleteNamespacedStatefulSet({ namespace: ns, name: APP });
     await b.core.deleteCollectionNamespacedPersistentVolumeClaim({ namespace: ns });
-    await until('pods gone', async () => ((await b.core.listNamespacedPod({ namespace: ns })).items.length === 0 ? true : undefined), 120_000);
+    await until(
+      'pods gone',
+      async () => ((await b.core.listNamespacedPod({ namespace: ns })).items.length === 0 ? true : undefined),
+      120_000,
+    );
     await until('processes gone', async () => (pids.some(alive) ? undefined : true));
-    await until('persistent volumes and their directories gone', async () => {
-      const left = (await b.core.listPersistentVolume()).items.filter((pv) => pv.spec?.claimRef?.namespace === ns);
-      const paths = pvs.map((pv) => pv.spec?.hostPath?.path ?? pv.spec?.local?.path ?? '');
-      const remaining = paths.filter((p) => p === '' || existsSync(p));
-      return left.length === 0 && remaining.length === 0 ? true : undefined;
-    }, 60_000);
+    await until(
+      'persistent volumes and their directories gone',
+      async () => {
+        const left = (await b.core.listPersistentVolume()).items.filter(
+          (pv) => pv.spec?.claimRef?.namespace === ns,
+        );
+        const paths = pvs.map((pv) => pv.spec?.hostPath?.path ?? pv.spec?.local?.path ?? '');
+        const remaining = paths.filter((p) => p === '' || existsSync(p));
+        return left.length === 0 && remaining.length === 0 ? true : undefined;
+      },
+      60_000,
+    );
   });
 });

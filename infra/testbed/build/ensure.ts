@@ -29,7 +29,10 @@ const onPath = (program: string): boolean =>
 /** Runs a command with its output streamed line by line to the log (progress while building). */
 const stream = (command: string, args: readonly string[], log: Log, env?: Record<string, string>) =>
   new Promise<void>((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(command, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     const forward = (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n')) if (line.trim()) log(line);
     };
@@ -42,7 +45,13 @@ const stream = (command: string, args: readonly string[], log: Log, env?: Record
   });
 
 export const ensureDebianPackages = async (log: Log): Promise<void> => {
-  const missing = [...new Set(Object.entries(DEBIAN).filter(([p]) => !onPath(p)).map(([, pkg]) => pkg))];
+  const missing = [
+    ...new Set(
+      Object.entries(DEBIAN)
+        .filter(([p]) => !onPath(p))
+        .map(([, pkg]) => pkg),
+    ),
+  ];
   if (missing.length === 0) return;
   log(`installing Debian packages: ${missing.join(' ')}`);
   await stream('apt-get', ['update', '-qq'], log);

@@ -1,6 +1,6 @@
 import { ensureImages } from '../image-table/index.ts';
 import { cacheDir } from '../paths.ts';
-import { type Log, ensureDebianPackages, ensureGoBinaries } from './ensure.ts';
+import { ensureDebianPackages, ensureGoBinaries, type Log } from './ensure.ts';
 
 export type { Log } from './ensure.ts';
 

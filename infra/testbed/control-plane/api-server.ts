@@ -20,7 +20,11 @@ export type ApiServerOptions = {
 
 /** GET url with the admin client certificate; resolves the status code. */
 export const adminGet = async (pki: Pki, url: string): Promise<number> => {
-  const [ca, cert, key] = await Promise.all([readFile(pki.caCert), readFile(pki.adminCert), readFile(pki.adminKey)]);
+  const [ca, cert, key] = await Promise.all([
+    readFile(pki.caCert),
+    readFile(pki.adminCert),
+    readFile(pki.adminKey),
+  ]);
   return new Promise((resolve, reject) => {
     const req = request(url, { ca, cert, key, timeout: 2000 }, (res) => {
       res.resume();

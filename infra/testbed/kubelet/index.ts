@@ -13,7 +13,11 @@ export const startNodeAgent = async (
   const kc = new KubeConfig();
   kc.loadFromFile(o.kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
-  const heartbeat = await startNodeHeartbeat(kc, { nodeName: o.nodeName, hostIp: o.network.hostIp, podCidr: o.network.podCidr });
+  const heartbeat = await startNodeHeartbeat(kc, {
+    nodeName: o.nodeName,
+    hostIp: o.network.hostIp,
+    podCidr: o.network.podCidr,
+  });
   const ctx = {
     core,
     network: o.network,
@@ -44,7 +48,15 @@ export const startNodeAgent = async (
       const existing = workers.get(uid);
       if (pod.metadata?.deletionTimestamp) {
         if (existing) terminate(uid, (pod.metadata.deletionGracePeriodSeconds ?? 30) * 1000, true);
-        else await core.deleteNamespacedPod({ namespace: pod.metadata.namespace ?? '', name: pod.metadata.name ?? '', gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid } } }).catch(() => undefined);
+        else
+          await core
+            .deleteNamespacedPod({
+              namespace: pod.metadata.namespace ?? '',
+              name: pod.metadata.name ?? '',
+              gracePeriodSeconds: 0,
+              body: { gracePeriodSeconds: 0, preconditions: { uid } },
+            })
+            .catch(() => undefined);
         continue;
       }
       if (existing) {

@@ -8,7 +8,10 @@ const LEASE_NS = 'kube-node-lease';
  * status and a renewed Lease in kube-node-lease; without both, the node-lifecycle controller
  * taints the node and evicts its pods.
  */
-export const startNodeHeartbeat = async (kc: KubeConfig, o: { nodeName: string; hostIp: string; podCidr: string }) => {
+export const startNodeHeartbeat = async (
+  kc: KubeConfig,
+  o: { nodeName: string; hostIp: string; podCidr: string },
+) => {
   const core = kc.makeApiClient(CoreV1Api);
   const coord = kc.makeApiClient(CoordinationV1Api);
   const name = o.nodeName;
@@ -18,9 +21,11 @@ export const startNodeHeartbeat = async (kc: KubeConfig, o: { nodeName: string; 
     'kubernetes.io/arch': 'amd64',
     'node.kubernetes.io/instance-type': 'tideway-testbed',
   };
-  await core.createNode({ body: { metadata: { name, labels }, spec: { podCIDR: o.podCidr, podCIDRs: [o.podCidr] } } }).catch((e) => {
-    if (!String(e).includes('409') && !String((e as { code?: number }).code).includes('409')) throw e;
-  });
+  await core
+    .createNode({ body: { metadata: { name, labels }, spec: { podCIDR: o.podCidr, podCIDRs: [o.podCidr] } } })
+    .catch((e) => {
+      if (!String(e).includes('409') && !String((e as { code?: number }).code).includes('409')) throw e;
+    });
 
   const writeStatus = async () => {
     const node = await core.readNode({ name });

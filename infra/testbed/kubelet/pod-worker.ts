@@ -1,6 +1,13 @@
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CoreV1Api, V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type {
+  CoreV1Api,
+  V1Container,
+  V1ContainerStatus,
+  V1Pod,
+  V1PodCondition,
+  V1PodStatus,
+} from '@kubernetes/client-node';
 import { lookupImage } from '../image-table/index.ts';
 import type { PodNetwork } from '../network/types.ts';
 import type { ImageTable } from '../node-agent/types.ts';
@@ -51,7 +58,10 @@ export type PodWorker = {
 };
 
 const SIGNALS: Record<string, number> = { SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGABRT: 6, SIGSEGV: 11 };
-const statusJson = (s: V1PodStatus) => JSON.stringify(s, (k, v) => (k.endsWith('Time') || k === 'startedAt' || k === 'finishedAt' ? undefined : v));
+const statusJson = (s: V1PodStatus) =>
+  JSON.stringify(s, (k, v) =>
+    k.endsWith('Time') || k === 'startedAt' || k === 'finishedAt' ? undefined : v,
+  );
 
 /**
  * Runs one pod as kubelet would: network namespace, volumes, init containers in order, then the
@@ -76,7 +86,17 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
   const runs: ContainerRun[] = [
     ...(pod.spec?.initContainers ?? []).map((spec) => ({ spec, init: true })),
     ...(pod.spec?.containers ?? []).map((spec) => ({ spec, init: false })),
-  ].map(({ spec, init }) => ({ spec, init, restartCount: 0, ready: false, started: false, nextStartAt: 0, backoffMs: 0, probes: [], done: false }));
+  ].map(({ spec, init }) => ({
+    spec,
+    init,
+    restartCount: 0,
+    ready: false,
+    started: false,
+    nextStartAt: 0,
+    backoffMs: 0,
+    probes: [],
+    done: false,
+  }));
 
   const policy = () => pod.spec?.restartPolicy ?? 'Always';
   const initsDone = () => runs.filter((r) => r.init).every((r) => r.done && r.terminated?.exitCode === 0);
@@ -86,22 +106,43 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     r.probes = [];
   };
 
-  const onExit = (r: ContainerRun, proc: ManagedProcess, code: number | null, signal: NodeJS.Signals | null) => {
+  const onExit = (
+    r: ContainerRun,
+    proc: ManagedProcess,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+  ) => {
     if (r.proc !== proc) return;
     stopProbes(r);
     r.proc = undefined;
     r.ready = false;
     const exitCode = code ?? 128 + (SIGNALS[signal ?? ''] ?? 9);
-    const t: Terminated = { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', finishedAt: new Date(), ...(r.startedAt ? { startedAt: r.startedAt } : {}) };
-    const restart = !stopping && !held && (r.init ? exitCode !== 0 && policy() !== 'Never' : policy() === 'Always' || (policy() === 'OnFailure' && exitCode !== 0));
+    const t: Terminated = {
+      exitCode,
+      reason: exitCode === 0 ? 'Completed' : 'Error',
+      finishedAt: new Date(),
+      ...(r.startedAt ? { startedAt: r.startedAt } : {}),
+    };
+    const restart =
+      !stopping &&
+      !held &&
+      (r.init
+        ? exitCode !== 0 && policy() !== 'Never'
+        : policy() === 'Always' || (policy() === 'OnFailure' && exitCode !== 0));
     if (restart) {
       r.lastTerminated = t;
       r.terminated = undefined;
       // kubelet's CrashLoopBackOff: doubling delay, reset after a long healthy run.
       const ranMs = Date.now() - (r.startedAt?.getTime() ?? 0);
-      r.backoffMs = ranMs > 10 * 60_000 || r.backoffMs === 0 ? ctx.restartBackoffMs : Math.min(r.backoffMs * 2, ctx.maxBackoffMs);
+      r.backoffMs =
+        ranMs > 10 * 60_000 || r.backoffMs === 0
+          ? ctx.restartBackoffMs
+          : Math.min(r.backoffMs * 2, ctx.maxBackoffMs);
       r.nextStartAt = Date.now() + r.backoffMs;
-      r.waiting = { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(r.backoffMs / 1000)}s restarting failed container ${r.spec.name}` };
+      r.waiting = {
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${Math.round(r.backoffMs / 1000)}s restarting failed container ${r.spec.name}`,
+      };
       r.restartCount++;
     } else {
       r.terminated = t;
@@ -139,14 +180,32 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     for (const m of r.spec.volumeMounts ?? []) {
       const host = volumes?.get(m.name);
       if (!host) {
-        r.waiting = { reason: 'CreateContainerConfigError', message: `volumeMount ${m.name} names no volume of the pod` };
+        r.waiting = {
+          reason: 'CreateContainerConfigError',
+          message: `volumeMount ${m.name} names no volume of the pod`,
+        };
         return;
       }
-      mounts.push({ hostPath: m.subPath ? join(host, m.subPath) : host, containerPath: m.mountPath, readOnly: m.readOnly ?? false });
+      mounts.push({
+        hostPath: m.subPath ? join(host, m.subPath) : host,
+        containerPath: m.mountPath,
+        readOnly: m.readOnly ?? false,
+      });
     }
     const script = join(cdir, 'launch.sh');
     const argv = resolveArgv(image, r.spec.command, r.spec.args, env);
-    await writeFile(script, launcherScript({ root: join(cdir, 'root'), tmp: join(cdir, 'tmp'), mounts, workingDir: r.spec.workingDir ?? '/', argv, env }), { mode: 0o700 });
+    await writeFile(
+      script,
+      launcherScript({
+        root: join(cdir, 'root'),
+        tmp: join(cdir, 'tmp'),
+        mounts,
+        workingDir: r.spec.workingDir ?? '/',
+        argv,
+        env,
+      }),
+      { mode: 0o700 },
+    );
     const proc = startProcess({
       name: `${ns}/${name}/${r.spec.name}`,
       command: 'ip',
@@ -160,17 +219,33 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     r.terminated = undefined;
     r.started = true;
     void proc.exited.then(({ code, signal }) => onExit(r, proc, code, signal));
-    const attempt = (probe: NonNullable<V1Container['readinessProbe']>) => () => runProbe(probe, r.spec, podIp ?? '', proc.pid);
+    const attempt = (probe: NonNullable<V1Container['readinessProbe']>) => () =>
+      runProbe(probe, r.spec, podIp ?? '', proc.pid);
     if (r.spec.readinessProbe) {
-      r.probes.push(probeLoop(r.spec.readinessProbe, attempt(r.spec.readinessProbe), (ok) => ((r.ready = ok), kick()), false));
+      r.probes.push(
+        probeLoop(
+          r.spec.readinessProbe,
+          attempt(r.spec.readinessProbe),
+          (ok) => {
+            r.ready = ok;
+            kick();
+          },
+          false,
+        ),
+      );
     } else {
       r.ready = true;
     }
     if (r.spec.livenessProbe) {
       r.probes.push(
-        probeLoop(r.spec.livenessProbe, attempt(r.spec.livenessProbe), (ok) => {
-          if (!ok && r.proc === proc) proc.kill('SIGKILL'); // restart through the normal exit path
-        }, true),
+        probeLoop(
+          r.spec.livenessProbe,
+          attempt(r.spec.livenessProbe),
+          (ok) => {
+            if (!ok && r.proc === proc) proc.kill('SIGKILL'); // restart through the normal exit path
+          },
+          true,
+        ),
       );
     }
   };
@@ -180,7 +255,12 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       ? { running: { startedAt: r.startedAt } }
       : r.terminated && !r.waiting
         ? { terminated: { ...r.terminated } }
-        : { waiting: r.waiting ?? { reason: setupError?.reason ?? 'ContainerCreating', message: setupError?.message ?? '' } };
+        : {
+            waiting: r.waiting ?? {
+              reason: setupError?.reason ?? 'ContainerCreating',
+              message: setupError?.message ?? '',
+            },
+          };
     return {
       name: r.spec.name,
       image: r.spec.image ?? '',
@@ -196,13 +276,22 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
 
   const buildStatus = (): V1PodStatus => {
     const main = runs.filter((r) => !r.init);
-    const cond = (type: string, ok: boolean, reason?: string): V1PodCondition => ({ type, status: ok ? 'True' : 'False', ...(reason && !ok ? { reason } : {}) });
+    const cond = (type: string, ok: boolean, reason?: string): V1PodCondition => ({
+      type,
+      status: ok ? 'True' : 'False',
+      ...(reason && !ok ? { reason } : {}),
+    });
     const containersReady = main.every((r) => r.proc && r.ready);
     let phase = 'Pending';
-    if (main.every((r) => r.done)) phase = main.every((r) => r.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed';
+    if (main.every((r) => r.done))
+      phase = main.every((r) => r.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed';
     else if (initsDone() && main.some((r) => r.started)) phase = 'Running';
     const previous = new Map((pod.status?.conditions ?? []).map((c) => [c.type, c]));
-    const withTimes = (c: V1PodCondition) => ({ ...c, lastTransitionTime: previous.get(c.type)?.status === c.status ? previous.get(c.type)?.lastTransitionTime : new Date() });
+    const withTimes = (c: V1PodCondition) => ({
+      ...c,
+      lastTransitionTime:
+        previous.get(c.type)?.status === c.status ? previous.get(c.type)?.lastTransitionTime : new Date(),
+    });
     return {
       phase,
       hostIP: ctx.hostIp,
@@ -228,7 +317,11 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     try {
       const fresh = await ctx.core.readNamespacedPod({ namespace: ns, name });
       if (fresh.metadata?.uid !== uid) return;
-      const written = await ctx.core.replaceNamespacedPodStatus({ namespace: ns, name, body: { ...fresh, status } });
+      const written = await ctx.core.replaceNamespacedPodStatus({
+        namespace: ns,
+        name,
+        body: { ...fresh, status },
+      });
       pod = written;
       lastWritten = json;
     } catch {
@@ -311,7 +404,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       kick();
       await busy;
     },
-    pids: () => new Map(runs.filter((r) => r.proc).map((r) => [r.spec.name, r.proc!.pid])),
+    pids: () => new Map(runs.flatMap((r) => (r.proc ? [[r.spec.name, r.proc.pid] as const] : []))),
     terminate: async (graceMs, finalize) => {
       stopping = true;
       clearInterval(timer);
@@ -321,7 +414,12 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       await rm(podDir, { recursive: true, force: true });
       if (finalize) {
         await ctx.core
-          .deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid } } })
+          .deleteNamespacedPod({
+            namespace: ns,
+            name,
+            gracePeriodSeconds: 0,
+            body: { gracePeriodSeconds: 0, preconditions: { uid } },
+          })
           .catch(() => undefined);
       }
     },

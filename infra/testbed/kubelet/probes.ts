@@ -9,14 +9,24 @@ const portOf = (container: V1Container, port: number | string | undefined): numb
 };
 
 /** One probe attempt: exec inside the container's namespaces, tcpSocket or httpGet at the pod IP. */
-export const runProbe = async (probe: V1Probe, container: V1Container, podIp: string, pid: number): Promise<boolean> => {
+export const runProbe = async (
+  probe: V1Probe,
+  container: V1Container,
+  podIp: string,
+  pid: number,
+): Promise<boolean> => {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
-  if (probe.exec?.command?.length) {
+  const command = probe.exec?.command;
+  if (command?.length) {
     return new Promise((resolve) => {
-      const child = spawn('nsenter', ['--target', String(pid), '--net', '--mount', '--root', '--wd', '--', ...probe.exec!.command!], {
-        stdio: 'ignore',
-        env: { PATH: '/tideway/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' },
-      });
+      const child = spawn(
+        'nsenter',
+        ['--target', String(pid), '--net', '--mount', '--root', '--wd', '--', ...command],
+        {
+          stdio: 'ignore',
+          env: { PATH: '/tideway/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' },
+        },
+      );
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       child.on('error', () => resolve(false));
       child.on('exit', (code) => {

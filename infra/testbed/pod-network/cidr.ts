@@ -31,7 +31,10 @@ export const chooseRanges = (
   ],
 ): { podCidr: string; serviceCidr: string } => {
   for (const [pod, service] of candidates) {
-    if (routes.every((r) => !overlaps(r, pod) && !overlaps(r, service))) return { podCidr: pod, serviceCidr: service };
+    if (routes.every((r) => !overlaps(r, pod) && !overlaps(r, service)))
+      return { podCidr: pod, serviceCidr: service };
   }
-  throw new Error(`no free pod/service range: all of ${candidates.flat().join(', ')} overlap routes of this machine`);
+  throw new Error(
+    `no free pod/service range: all of ${candidates.flat().join(', ')} overlap routes of this machine`,
+  );
 };

@@ -17,7 +17,9 @@ const BRIDGE_NF = '/proc/sys/net/bridge/bridge-nf-call-iptables';
 export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork> => {
   const routes = JSON.parse(await ip('-j', 'route', 'show')) as { dst: string }[];
   const { podCidr, serviceCidr } = chooseRanges(
-    routes.map((r) => (r.dst === 'default' ? '' : r.dst.includes('/') ? r.dst : `${r.dst}/32`)).filter(Boolean),
+    routes
+      .map((r) => (r.dst === 'default' ? '' : r.dst.includes('/') ? r.dst : `${r.dst}/32`))
+      .filter(Boolean),
   );
   const bridge = `${o.prefix}0`;
   const hostIp = nthAddress(podCidr, 1);
@@ -123,7 +125,10 @@ export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork
  * Removes what a killed run left: namespaces, links with the prefix, the guard, sysctls; with
  * `kubeProxy`, also every KUBE-* iptables chain (only the test bed runs a kube-proxy here).
  */
-export const cleanupNetworkLeftovers = async (prefix: string, o: { kubeProxy?: boolean } = {}): Promise<void> => {
+export const cleanupNetworkLeftovers = async (
+  prefix: string,
+  o: { kubeProxy?: boolean } = {},
+): Promise<void> => {
   for (const line of (await ipQuiet('netns', 'list')).split('\n')) {
     const name = line.split(' ')[0] ?? '';
     if (name.startsWith(`${prefix}-`)) await ipQuiet('netns', 'delete', name);

@@ -1,10 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { run } from '../exec/run.ts';
 import type { KubeProxy } from '../network/types.ts';
 import { bin } from '../paths.ts';
 import { startProcess, waitReady } from '../process/managed-process.ts';
 import { freePort } from '../process/ports.ts';
-import { run } from '../exec/run.ts';
 import { ipt, iptQuiet } from './commands.ts';
 
 /**

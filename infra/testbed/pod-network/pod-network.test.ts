@@ -9,14 +9,22 @@ const PREFIX = 'twnet';
 
 /** A TCP echo server inside a namespace; resolves once it listens. */
 const serveIn = async (netns: string, port: number) => {
-  const child = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e',
-    `require('net').createServer(s=>s.end('pong')).listen(${port},'0.0.0.0',()=>console.log('up'))`]);
+  const child = spawn('ip', [
+    'netns',
+    'exec',
+    netns,
+    process.execPath,
+    '-e',
+    `require('net').createServer(s=>s.end('pong')).listen(${port},'0.0.0.0',()=>console.log('up'))`,
+  ]);
   await once(child.stdout, 'data');
   return child;
 };
 const fetchFrom = (netns: string | undefined, host: string, port: number) => {
   const code = `const s=require('net').connect(${port},'${host}');s.setTimeout(2000,()=>process.exit(2));s.on('data',d=>{process.stdout.write(d);process.exit(0)});s.on('error',()=>process.exit(1))`;
-  return netns ? run('ip', ['netns', 'exec', netns, process.execPath, '-e', code]) : run(process.execPath, ['-e', code]);
+  return netns
+    ? run('ip', ['netns', 'exec', netns, process.execPath, '-e', code])
+    : run(process.execPath, ['-e', code]);
 };
 
 // Real kernel: needs root (the test bed always does).

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { TESTBED_ENV_MARKER } from '../paths.ts';
 import { ProcessStartError } from './errors.ts';
 
@@ -97,10 +97,16 @@ export const waitReady = async (
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!proc.running()) {
-      throw new ProcessStartError(`${proc.name} exited before it was ready:\n${logTail(proc.logFile)}`, proc.logFile);
+      throw new ProcessStartError(
+        `${proc.name} exited before it was ready:\n${logTail(proc.logFile)}`,
+        proc.logFile,
+      );
     }
     if (await ready().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-  throw new ProcessStartError(`${proc.name} not ready after ${timeoutMs} ms:\n${logTail(proc.logFile)}`, proc.logFile);
+  throw new ProcessStartError(
+    `${proc.name} not ready after ${timeoutMs} ms:\n${logTail(proc.logFile)}`,
+    proc.logFile,
+  );
 };

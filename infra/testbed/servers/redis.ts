@@ -4,10 +4,19 @@ import { type Component, component } from '../process/component.ts';
 import { startProcess, waitReady } from '../process/managed-process.ts';
 import { canConnect, freePort } from '../process/ports.ts';
 
-export type HostRedis = { readonly url: string; readonly host: string; readonly port: number; readonly server: Component };
+export type HostRedis = {
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly server: Component;
+};
 
 /** Debian's redis-server on 127.0.0.1, for tests of data paths that need no cluster. */
-export const startHostRedis = async (o: { dir: string; testbedId: string; binary?: string }): Promise<HostRedis> => {
+export const startHostRedis = async (o: {
+  dir: string;
+  testbedId: string;
+  binary?: string;
+}): Promise<HostRedis> => {
   const dir = join(o.dir, 'redis');
   await mkdir(dir, { recursive: true });
   const port = await freePort();
