@@ -27,6 +27,17 @@ export const bed = () => {
     custom: kc.makeApiClient(CustomObjectsApi),
     discovery: kc.makeApiClient(DiscoveryV1Api),
     faults: controlClient(info),
+    /** kubectl with `input` on stdin. */
+    kubectlIn: (input: string, ...args: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        const child = execFile(
+          info.kubectl,
+          args,
+          { env: { ...process.env, KUBECONFIG: info.kubeconfig } },
+          (error, stdout, stderr) => (error ? reject(Object.assign(error, { stderr })) : resolve(stdout)),
+        );
+        child.stdin?.end(input);
+      }),
     kubectl: async (...args: string[]) =>
       (
         await promisify(execFile)(info.kubectl, args, {

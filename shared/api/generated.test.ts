@@ -1,0 +1,38 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { generate } from './codegen.ts';
+import { crdTexts } from './crds.ts';
+import { zBackupSchedule, zRedisClusterSpec, zRestoreSpec } from './generated.ts';
+
+describe('API types generated from crds/', () => {
+  it('are in sync with the CRDs (run `npm run gen:api` after changing crds/)', () => {
+    const committed = readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'generated.ts'), 'utf8');
+    expect(generate(crdTexts()) === committed, 'shared/api/generated.ts is stale: run npm run gen:api').toBe(
+      true,
+    );
+  });
+
+  it('validate what the schemas say', () => {
+    expect(zRedisClusterSpec.safeParse({ replicas: 3, config: { hz: '10' } }).success).toBe(true);
+    expect(zRedisClusterSpec.safeParse({ replicas: 10 }).success).toBe(false);
+    expect(zRedisClusterSpec.safeParse({ version: 'latest' }).success).toBe(false);
+    expect(zRestoreSpec.safeParse({ cluster: { name: 'c' }, source: { latest: true } }).success).toBe(true);
+    expect(zRestoreSpec.safeParse({ source: { latest: true } }).success).toBe(false);
+    expect(
+      zBackupSchedule.safeParse({
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'BackupSchedule',
+        metadata: { name: 's' },
+        spec: {
+          cluster: { name: 'c' },
+          schedule: '@daily',
+          template: {
+            store: { s3: { bucket: 'b', credentialsSecret: { name: 'x' } }, compression: 'brotli' },
+          },
+        },
+      }).success,
+    ).toBe(false);
+  });
+});

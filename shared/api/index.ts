@@ -1,0 +1,2 @@
+export { CRD_DIR, crdTexts } from './crds.ts';
+export * from './generated.ts';
