@@ -24,6 +24,10 @@ export const ensureStream = async (jsm: JetStreamManager, o: StreamOptions = {})
     discard: DiscardPolicy.Old,
     max_age: (o.maxAgeMs ?? 7 * 24 * 3600_000) * NS_PER_MS,
     max_bytes: o.maxBytes ?? 1024 * 1024 * 1024,
+    // Consumers are level-triggered: only an object's latest events matter, so a subject (one
+    // object and event type) keeps its newest few. This bounds health ticks without a stream of
+    // their own, and an object that changes 1,000 times while a function is down costs 10 events.
+    max_msgs_per_subject: 10,
     duplicate_window: (o.duplicateWindowMs ?? 10 * 60_000) * NS_PER_MS,
     num_replicas: o.replicas ?? 1,
   };

@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
+import type { Bus } from '../bus/connect.ts';
 import type { EventPublisher } from '../bus/types.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
@@ -71,7 +72,9 @@ export type HandlerContext = Deps & {
 export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined>;
 
 /** A long-running function (the watcher): started once per replica, stopped on SIGTERM. */
-export type Service = (ctx: Deps & { readonly function: string }) => Promise<{ stop(): Promise<void> }>;
+export type Service = (
+  ctx: Deps & { readonly function: string; readonly bus: Bus },
+) => Promise<{ stop(): Promise<void> }>;
 
 /** Maps whatever a handler returned or threw to an outcome. Unknown errors are retried. */
 export const toOutcome = (result: Outcome | undefined | { error: unknown }): Outcome => {

@@ -68,7 +68,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
 
   let stop: () => Promise<void>;
   if (fn.tideway.service) {
-    const svc = await (entry as Service)({ ...deps, function: name });
+    const svc = await (entry as Service)({ ...deps, function: name, bus });
     stop = () => svc.stop();
   } else {
     const locks = await kvObjectLocks(bus.nc, { owner: `${hostname()}/${process.pid}` });

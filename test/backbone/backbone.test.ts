@@ -74,6 +74,8 @@ describe('event backbone', () => {
       KUBECONFIG: b.info.kubeconfig,
       RECORDER_DIR: dir,
       RECORDER_NAMESPACE: ns,
+      // These tests are about resource events; health ticks for ~300 objects are noise here.
+      TIDEWAY_HEALTH_INTERVAL: '60s',
     };
     startWatcher();
     for (let r = 0; r < 2; r++)

@@ -6,7 +6,10 @@ import type { TestbedInfo } from '../../infra/testbed/types.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Installs Tideway's CRDs from crds/ (server-side apply: idempotent) and waits until served. */
+/**
+ * Installs Tideway's CRDs from crds/ (server-side apply: idempotent) and its namespace (the
+ * watcher's Lease lives there), and waits until the CRDs are served.
+ */
 export const installCrds = async (info: TestbedInfo): Promise<void> => {
   const run = (...args: string[]) =>
     promisify(execFile)(info.kubectl, args, { env: { ...process.env, KUBECONFIG: info.kubeconfig } });
@@ -18,6 +21,9 @@ export const installCrds = async (info: TestbedInfo): Promise<void> => {
     '-f',
     join(root, 'crds'),
   );
+  await run('create', 'namespace', 'tideway-system').catch((e: { stderr?: string }) => {
+    if (!e.stderr?.includes('AlreadyExists')) throw e;
+  });
   await run(
     'wait',
     '--for=condition=Established',

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { resourceEvent, tickEvent } from './events.ts';
+import { WATCHED } from './kinds.ts';
+
+const rdc = WATCHED.find((w) => w.kind === 'RedisCluster')!;
+const pods = WATCHED.find((w) => w.kind === 'Pod')!;
+const obj = {
+  metadata: { name: 'cache', namespace: 'prod', uid: 'u1', generation: 4, resourceVersion: '77' },
+};
+
+describe('watcher events', () => {
+  it('builds a valid resource event with deterministic id and the routing extensions', () => {
+    const a = resourceEvent('/tideway/clusters/x', { type: 'updated', watched: rdc, obj })!;
+    const b = resourceEvent('/tideway/clusters/x', { type: 'updated', watched: rdc, obj })!;
+    expect(a.validate()).toBe(true);
+    expect(a.id).toBe(b.id);
+    expect(a.traceparent).not.toBe(b.traceparent);
+    expect(a).toMatchObject({
+      type: 'dev.tideway.resource.updated',
+      kind: 'RedisCluster',
+      namespace: 'prod',
+      name: 'cache',
+      generation: '4',
+      subject: 'namespaces/prod/redisclusters/cache',
+    });
+  });
+
+  it('maps a pod to its cluster', () => {
+    const e = resourceEvent('/s', {
+      type: 'updated',
+      watched: pods,
+      obj: {
+        metadata: {
+          name: 'cache-1',
+          namespace: 'prod',
+          uid: 'p',
+          resourceVersion: '9',
+          labels: { 'app.kubernetes.io/instance': 'cache' },
+        },
+      },
+    })!;
+    expect(e).toMatchObject({ kind: 'RedisCluster', name: 'cache', cause: 'Pod/prod/cache-1' });
+  });
+
+  it('gives a tick one id per slot', () => {
+    const t1 = tickEvent('/s', 'dev.tideway.tick.health', 'RedisCluster', obj, '100');
+    expect(t1.validate()).toBe(true);
+    expect(t1.id).toBe(tickEvent('/s', 'dev.tideway.tick.health', 'RedisCluster', obj, '100').id);
+    expect(t1.id).not.toBe(tickEvent('/s', 'dev.tideway.tick.health', 'RedisCluster', obj, '101').id);
+  });
+});

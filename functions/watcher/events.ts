@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import { CloudEvent } from 'cloudevents';
+import { eventId } from '../../shared/events/event-id.ts';
+import { EventType } from '../../shared/events/types.ts';
+import type { KubeObj, Watched } from './kinds.ts';
+
+export const traceparent = () => `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+
+export type Change = { type: 'added' | 'updated' | 'deleted'; watched: Watched; obj: KubeObj };
+
+/** A resource event: ids are deterministic, so a republished change is a JetStream duplicate. */
+export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | undefined => {
+  const about = c.watched.about(c.obj);
+  const m = c.obj.metadata ?? {};
+  if (!about) return undefined;
+  const type = EventType[c.type];
+  const own = c.watched.kind === about.kind;
+  return new CloudEvent({
+    specversion: '1.0',
+    id:
+      c.type === 'deleted'
+        ? eventId(m.uid, 'deleted', c.watched.kind)
+        : eventId(m.uid, m.resourceVersion, c.type, c.watched.kind),
+    source,
+    type,
+    subject: `namespaces/${about.namespace}/${c.watched.plural}/${m.name}`,
+    time: new Date().toISOString(),
+    datacontenttype: 'application/json',
+    kind: about.kind,
+    namespace: about.namespace,
+    name: about.name,
+    ...(own && m.uid ? { uid: m.uid } : {}),
+    ...(own && m.generation !== undefined ? { generation: String(m.generation) } : {}),
+    ...(m.resourceVersion ? { resourceversion: m.resourceVersion } : {}),
+    ...(own ? {} : { cause: `${c.watched.kind}/${m.namespace}/${m.name}` }),
+    traceparent: traceparent(),
+    data: {
+      kind: c.watched.kind,
+      namespace: m.namespace,
+      name: m.name,
+      uid: m.uid,
+      generation: m.generation,
+      resourceVersion: m.resourceVersion,
+      ...(c.type === 'deleted' ? { object: c.obj } : {}),
+    },
+  });
+};
+
+/** A tick: the watcher is the clock. One id per object and period (or scheduled time). */
+export const tickEvent = (
+  source: string,
+  type: typeof EventType.healthTick | typeof EventType.scheduleTick,
+  kind: string,
+  obj: KubeObj,
+  slot: string,
+  data: Record<string, unknown> = {},
+): CloudEvent<unknown> => {
+  const m = obj.metadata ?? {};
+  return new CloudEvent({
+    specversion: '1.0',
+    id: eventId(type, m.uid, slot),
+    source,
+    type,
+    subject: `namespaces/${m.namespace}/${kind.toLowerCase()}s/${m.name}`,
+    time: new Date().toISOString(),
+    datacontenttype: 'application/json',
+    kind,
+    namespace: m.namespace ?? '',
+    name: m.name ?? '',
+    ...(m.uid ? { uid: m.uid } : {}),
+    traceparent: traceparent(),
+    data: { kind, namespace: m.namespace, name: m.name, uid: m.uid, ...data },
+  });
+};

@@ -1,0 +1,154 @@
+import { hostname } from 'node:os';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { EventPublisher } from '../../shared/bus/types.ts';
+import { toMs } from '../../shared/runtime/config.ts';
+import type { Service } from '../../shared/runtime/handler.ts';
+import type { Logger } from '../../shared/runtime/logger.ts';
+import type { Metrics } from '../../shared/runtime/metrics.ts';
+import { type CursorStore, kvCursorStore } from './cursor.ts';
+import { WATCHED } from './kinds.ts';
+import { electLeader } from './leader.ts';
+import { listWatch } from './list-watch.ts';
+import { createSync } from './sync.ts';
+import { createTicks } from './ticks.ts';
+
+export type WatcherOptions = {
+  kube: KubeConfig;
+  publisher: EventPublisher;
+  store: CursorStore;
+  log: Logger;
+  metrics: Metrics;
+  identity: string;
+  /** Namespace of the Lease `tideway-watcher`. */
+  namespace: string;
+  source: string;
+  healthIntervalMs: number;
+  relistIntervalMs: number;
+  inactivityTimeoutMs: number;
+  leaseDurationMs: number;
+};
+
+const duration = z
+  .string()
+  .regex(/^\d+(ms|s|m)$/, 'like 500ms, 5s or 2m')
+  .transform(toMs);
+const zEnv = z.object({
+  TIDEWAY_WATCHER_ID: z.string().min(1).default(`${hostname()}-${process.pid}`),
+  TIDEWAY_NAMESPACE: z.string().min(1).default('tideway-system'),
+  TIDEWAY_CLUSTER_ID: z.string().min(1).optional(),
+  TIDEWAY_HEALTH_INTERVAL: duration.default(2000),
+  TIDEWAY_RELIST_INTERVAL: duration.default(300_000),
+  TIDEWAY_WATCH_INACTIVITY: duration.default(120_000),
+  TIDEWAY_LEASE_DURATION: duration.default(15_000),
+});
+
+/** A stable id of the Kubernetes cluster for CloudEvents' `source`: the kube-system namespace uid. */
+const clusterSource = async (kube: KubeConfig, override?: string) => {
+  if (override) return `/tideway/clusters/${override}`;
+  const ns = await kube.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' });
+  return `/tideway/clusters/${ns.metadata?.uid ?? 'unknown'}`;
+};
+
+/** The active part of the watcher: list+watch every kind, publish changes, tick. */
+const runLeader = (o: WatcherOptions) => {
+  let stopped = false;
+  let stopInner: (() => Promise<void>) | undefined;
+  const ready = (async () => {
+    let cursor: Awaited<ReturnType<CursorStore['load']>> | undefined;
+    for (let attempt = 1; !stopped && !cursor; attempt++) {
+      try {
+        cursor = await o.store.load();
+      } catch (error) {
+        o.log.warn('cannot read the cursor yet', { attempt, error });
+        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * attempt)));
+      }
+    }
+    if (stopped || !cursor) return;
+    o.log.info('watching', { cursor: cursor.size });
+    const sync = createSync({ ...o, cursor });
+    const ticks = createTicks({ ...o });
+    const watches = WATCHED.map((w) =>
+      listWatch(
+        o.kube,
+        w,
+        {
+          onList: (objs) => {
+            sync.list(w, objs);
+            ticks.list(w.kind, objs);
+          },
+          onEvent: (phase, obj) => {
+            sync.observe(w, phase, obj);
+            ticks.observe(w.kind, phase, obj);
+          },
+        },
+        {
+          log: o.log,
+          inactivityTimeoutMs: o.inactivityTimeoutMs,
+          relistIntervalMs: o.relistIntervalMs,
+          onRestart: () => o.metrics.inc('tideway_watcher_watch_restarts_total', { kind: w.kind }),
+          onRelist: () => o.metrics.inc('tideway_watcher_relists_total', { kind: w.kind }),
+        },
+      ),
+    );
+    stopInner = async () => {
+      ticks.stop();
+      await Promise.all(watches.map((w) => w.stop()));
+      await sync.stop();
+    };
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await ready;
+      await stopInner?.();
+    },
+  };
+};
+
+/** Starts the watcher: a standby until it holds the Lease, then the one active publisher. */
+export const startWatcher = (o: WatcherOptions) => {
+  let active: ReturnType<typeof runLeader> | undefined;
+  o.metrics.set('tideway_watcher_is_leader', 0);
+  const leader = electLeader(o.kube, {
+    namespace: o.namespace,
+    name: 'tideway-watcher',
+    identity: o.identity,
+    durationMs: o.leaseDurationMs,
+    log: o.log,
+    onStartedLeading: () => {
+      o.metrics.set('tideway_watcher_is_leader', 1);
+      active = runLeader(o);
+    },
+    onStoppedLeading: async () => {
+      o.metrics.set('tideway_watcher_is_leader', 0);
+      await active?.stop();
+      active = undefined;
+    },
+  });
+  return { isLeader: leader.isLeader, stop: () => leader.stop() };
+};
+
+/** The `watcher` function of serverless.yml. */
+export const start: Service = async (ctx) => {
+  const parsed = zEnv.safeParse(ctx.env);
+  if (!parsed.success)
+    throw new Error(
+      `watcher: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  const e = parsed.data;
+  return startWatcher({
+    kube: ctx.kube,
+    publisher: ctx.publisher,
+    store: await kvCursorStore(ctx.bus.nc),
+    log: ctx.log,
+    metrics: ctx.metrics,
+    identity: e.TIDEWAY_WATCHER_ID,
+    namespace: e.TIDEWAY_NAMESPACE,
+    source: await clusterSource(ctx.kube, e.TIDEWAY_CLUSTER_ID),
+    healthIntervalMs: e.TIDEWAY_HEALTH_INTERVAL,
+    relistIntervalMs: e.TIDEWAY_RELIST_INTERVAL,
+    inactivityTimeoutMs: e.TIDEWAY_WATCH_INACTIVITY,
+    leaseDurationMs: e.TIDEWAY_LEASE_DURATION,
+  });
+};

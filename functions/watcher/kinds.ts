@@ -1,0 +1,57 @@
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+
+/** What the watcher lists and watches, and which object an event is about. */
+export type Watched = {
+  kind: string;
+  /** API path of the cluster-wide collection. */
+  path: string;
+  plural: string;
+  labelSelector?: string;
+  /** The object events are about: itself, or (pods) the RedisCluster they belong to. */
+  about: (o: KubeObj) => { kind: string; namespace: string; name: string } | undefined;
+};
+
+export type KubeObj = {
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+  };
+  [k: string]: unknown;
+};
+
+const self =
+  (kind: string) =>
+  (o: KubeObj): { kind: string; namespace: string; name: string } | undefined =>
+    o.metadata?.name && o.metadata.namespace
+      ? { kind, namespace: o.metadata.namespace, name: o.metadata.name }
+      : undefined;
+
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const INSTANCE = 'app.kubernetes.io/instance';
+
+export const WATCHED: readonly Watched[] = [
+  ...Object.values(TIDEWAY_KINDS).map((t) => ({
+    kind: t.kind,
+    plural: t.plural,
+    path: `/apis/${t.group}/${t.version}/${t.plural}`,
+    about: self(t.kind),
+  })),
+  {
+    // Pods of Tideway's clusters: a pod change is a change of its cluster (controller-runtime's Owns).
+    kind: 'Pod',
+    plural: 'pods',
+    path: '/api/v1/pods',
+    labelSelector: `${MANAGED_BY}=tideway`,
+    about: (o) => {
+      const cluster = o.metadata?.labels?.[INSTANCE];
+      return cluster && o.metadata?.namespace
+        ? { kind: 'RedisCluster', namespace: o.metadata.namespace, name: cluster }
+        : undefined;
+    },
+  },
+];

@@ -1,0 +1,149 @@
+import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import { backoffMs } from '../../shared/runtime/backoff.ts';
+import type { Logger } from '../../shared/runtime/logger.ts';
+import { ApiStatusError, apiGet } from './api-get.ts';
+import type { KubeObj, Watched } from './kinds.ts';
+
+export type ListWatchHandlers = {
+  /** A complete list: every object that exists now (the caller diffs it against its cursor). */
+  onList(objs: KubeObj[]): void;
+  onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObj): void;
+};
+
+export type ListWatchOptions = {
+  inactivityTimeoutMs: number;
+  relistIntervalMs: number;
+  log: Logger;
+  onRestart?: () => void;
+  onRelist?: () => void;
+};
+
+/**
+ * list + watch that does not give up: any error or close restarts the watch with back-off and
+ * jitter; 410 Gone relists; no event or bookmark for `inactivityTimeoutMs` restarts it (a silently
+ * dead connection); every `relistIntervalMs` a full relist lets the caller catch anything missed.
+ */
+export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: ListWatchOptions) => {
+  let stopped = false;
+  let abort: AbortController | undefined;
+  let failures = 0;
+  let lastRelist = 0;
+  let wake: (() => void) | undefined;
+  const sleep = (ms: number) =>
+    new Promise<void>((r) => {
+      const t = setTimeout(r, ms);
+      wake = () => {
+        clearTimeout(t);
+        r();
+      };
+    });
+
+  const list = async (): Promise<string> => {
+    const items: KubeObj[] = [];
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await apiGet<{
+        items: KubeObj[];
+        metadata: { resourceVersion: string; continue?: string };
+      }>(kc, w.path, {
+        labelSelector: w.labelSelector,
+        limit: '500',
+        continue: cont,
+      });
+      items.push(...page.items);
+      cont = page.metadata.continue || undefined;
+      rv = page.metadata.resourceVersion;
+    } while (cont);
+    h.onList(items);
+    lastRelist = Date.now();
+    o.onRelist?.();
+    return rv;
+  };
+
+  const watchOnce = (rv: string) =>
+    new Promise<string>((resolve, reject) => {
+      let latest = rv;
+      let lastSeen = Date.now();
+      let settled = false;
+      const finish = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(watchdog);
+        abort?.abort();
+        if (error) reject(error);
+        else resolve(latest);
+      };
+      const watchdog = setInterval(
+        () => {
+          if (Date.now() - lastSeen > o.inactivityTimeoutMs)
+            finish(new Error(`watch ${w.kind}: no event or bookmark for ${o.inactivityTimeoutMs} ms`));
+          else if (Date.now() - lastRelist > o.relistIntervalMs) finish(new RelistDue());
+          else if (stopped) finish();
+        },
+        Math.min(1000, o.inactivityTimeoutMs / 2),
+      );
+      new Watch(kc)
+        .watch(
+          w.path,
+          {
+            resourceVersion: rv,
+            allowWatchBookmarks: true,
+            labelSelector: w.labelSelector,
+            timeoutSeconds: 300,
+          },
+          (phase, obj: KubeObj & { code?: number; message?: string }) => {
+            lastSeen = Date.now();
+            if (phase === 'BOOKMARK') {
+              latest = obj.metadata?.resourceVersion ?? latest;
+            } else if (phase === 'ERROR') {
+              finish(new ApiStatusError(obj.code ?? 500, obj.message ?? 'watch error'));
+            } else if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') {
+              latest = obj.metadata?.resourceVersion ?? latest;
+              h.onEvent(phase, obj);
+            }
+          },
+          (error) => finish(error ?? undefined),
+        )
+        .then((a) => {
+          abort = a;
+          if (settled) a.abort();
+        }, finish);
+    });
+
+  const run = async () => {
+    let rv: string | undefined;
+    while (!stopped) {
+      try {
+        rv ??= await list();
+        rv = await watchOnce(rv);
+        failures = 0;
+      } catch (error) {
+        if (stopped) break;
+        if (error instanceof RelistDue || (error instanceof ApiStatusError && error.status === 410)) {
+          rv = undefined;
+          continue;
+        }
+        failures++;
+        o.onRestart?.();
+        o.log.warn('watch restarting', { kind: w.kind, error, attempt: failures });
+        // After repeated failures, relist: a long outage may have outlived the watch cache.
+        if (failures > 3) rv = undefined;
+        await sleep(backoffMs(failures, 200, 10_000));
+      }
+    }
+  };
+  const done = run();
+  return {
+    stop: async () => {
+      stopped = true;
+      abort?.abort();
+      wake?.();
+      await done;
+    },
+  };
+};
+
+class RelistDue extends Error {
+  override readonly name = 'RelistDue';
+}
