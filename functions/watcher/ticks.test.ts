@@ -1,0 +1,115 @@
+import type { CloudEvent } from 'cloudevents';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/runtime/logger.ts';
+import { createMetrics } from '../../shared/runtime/metrics.ts';
+import { parseCron } from './cron.ts';
+import { createTicks, dueFires } from './ticks.ts';
+
+const at = (iso: string) => new Date(iso);
+
+describe('dueFires', () => {
+  it('is nothing before the first fire, then the latest fire and how many it stands for', () => {
+    const hourly = parseCron('0 * * * *');
+    expect(dueFires(hourly, 'UTC', at('2026-11-22T10:00:00Z'), at('2026-11-22T10:59:59Z'))).toBeUndefined();
+    expect(dueFires(hourly, 'UTC', at('2026-11-22T10:00:00Z'), at('2026-11-22T11:00:00Z'))).toEqual({
+      latest: at('2026-11-22T11:00:00Z'),
+      missed: 0,
+    });
+    // Down from 10:30 to 14:10: 11, 12, 13 were missed, 14 is the one to run.
+    expect(dueFires(hourly, 'UTC', at('2026-11-22T10:30:00Z'), at('2026-11-22T14:10:00Z'))).toEqual({
+      latest: at('2026-11-22T14:00:00Z'),
+      missed: 3,
+    });
+  });
+});
+
+describe('ticks', () => {
+  const stops: (() => void)[] = [];
+  afterEach(() => {
+    for (const s of stops.splice(0)) s();
+  });
+
+  const setup = (now: { t: Date }) => {
+    const events: CloudEvent<unknown>[] = [];
+    const ticks = createTicks({
+      source: '/s',
+      publisher: {
+        publish: async (e) => {
+          events.push(e);
+          return { duplicate: false, seq: events.length };
+        },
+      },
+      log: createLogger({}, { write: () => undefined }),
+      metrics: createMetrics(),
+      healthIntervalMs: 3_600_000,
+      scheduleCheckMs: 3_600_000,
+      clock: () => now.t,
+    });
+    stops.push(ticks.stop);
+    return { events, ticks };
+  };
+  const schedule = (spec: Record<string, unknown>, status: Record<string, unknown> = {}) => ({
+    metadata: { name: 'nightly', namespace: 'ns', uid: 'u1', creationTimestamp: '2026-11-20T00:00:00Z' },
+    spec,
+    status,
+  });
+
+  it('ticks a schedule once per fire, with a deterministic id, and counts fires missed before', async () => {
+    const now = { t: at('2026-11-22T03:00:30Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [
+      schedule({ schedule: '0 3 * * *' }, { lastScheduleTime: '2026-11-21T03:00:00Z' }),
+    ]);
+    await ticks.checkSchedules();
+    await ticks.checkSchedules();
+    expect(events.map((e) => e.data)).toMatchObject([{ scheduledTime: '2026-11-22T03:00:00.000Z', missedBefore: 0 }]);
+
+    // A second watcher (after failover) computes the same tick, so the stream drops it.
+    const other = setup(now);
+    other.ticks.list('BackupSchedule', [
+      schedule({ schedule: '0 3 * * *' }, { lastScheduleTime: '2026-11-21T03:00:00Z' }),
+    ]);
+    await other.ticks.checkSchedules();
+    expect(other.events[0]?.id).toBe(events[0]?.id);
+
+    // Down for three days: one tick, for the latest fire.
+    now.t = at('2026-11-25T09:00:00Z');
+    await ticks.checkSchedules();
+    expect(events.at(-1)?.data).toMatchObject({ scheduledTime: '2026-11-25T03:00:00.000Z', missedBefore: 2 });
+  });
+
+  it('does not replay a suspended period on resume', async () => {
+    const now = { t: at('2026-11-22T12:00:00Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [schedule({ schedule: '0 * * * *', suspend: true })]);
+    await ticks.checkSchedules();
+    now.t = at('2026-11-22T15:30:00Z');
+    await ticks.checkSchedules();
+    expect(events).toEqual([]);
+    ticks.observe('BackupSchedule', 'MODIFIED', schedule({ schedule: '0 * * * *', suspend: false }));
+    now.t = at('2026-11-22T16:00:01Z');
+    await ticks.checkSchedules();
+    expect(events.map((e) => e.data)).toMatchObject([{ scheduledTime: '2026-11-22T16:00:00.000Z', missedBefore: 0 }]);
+  });
+
+  it('skips a schedule it cannot parse and keeps ticking the others', async () => {
+    const now = { t: at('2026-11-22T12:00:30Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [
+      { ...schedule({ schedule: 'every day' }), metadata: { name: 'bad', namespace: 'ns', uid: 'u0' } },
+      schedule({ schedule: '0 12 * * *' }),
+    ]);
+    await ticks.checkSchedules();
+    expect(events.map((e) => e.name)).toEqual(['nightly']);
+  });
+
+  it('forgets deleted schedules', async () => {
+    const now = { t: at('2026-11-22T12:00:30Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [schedule({ schedule: '0 12 * * *' })]);
+    ticks.observe('BackupSchedule', 'DELETED', schedule({ schedule: '0 12 * * *' }));
+    await ticks.checkSchedules();
+    ticks.list('BackupSchedule', []);
+    expect(events).toEqual([]);
+  });
+});
