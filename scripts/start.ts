@@ -1,6 +1,34 @@
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installTideway } from '../infra/install.ts';
 import { runTestbedForeground } from '../infra/testbed/cli.ts';
+import { envVars } from '../infra/testbed/env-file.ts';
+import { loadServerless } from '../shared/runtime/config.ts';
+import { createLogger } from '../shared/runtime/logger.ts';
+import { type Supervisor, startFunctions } from '../shared/runtime/supervisor.ts';
 
-// npm start: the local stack plus the operator.
-await runTestbedForeground({ root: resolve(dirname(fileURLToPath(import.meta.url)), '..') });
+// npm start: the local stack (the test bed) plus the operator: Tideway's CRDs and namespace, then
+// every function of serverless.yml as its own processes, restarted when they crash.
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const serverlessFile = join(root, 'serverless.yml');
+let functions: Supervisor | undefined;
+
+await runTestbedForeground({
+  root,
+  onReady: async (bed) => {
+    await installTideway({ kubectl: bed.kubectl, kubeconfig: bed.kubeconfig, fieldManager: 'tideway' });
+    const env = envVars(bed);
+    functions = startFunctions({
+      serverlessFile,
+      config: await loadServerless(serverlessFile),
+      // Locally the functions use the admin kubeconfig; deployed, each has its own ServiceAccount.
+      env,
+      log: createLogger({ component: 'tideway-start' }),
+    });
+    process.stderr.write(`[tideway] functions started: ${Object.keys(functions.pids()).join(', ')}\n`);
+    return {};
+  },
+  onStop: async () => {
+    await functions?.stop();
+  },
+});

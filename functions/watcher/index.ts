@@ -7,7 +7,7 @@ import type { Service } from '../../shared/runtime/handler.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
 import type { Metrics } from '../../shared/runtime/metrics.ts';
 import { type CursorStore, kvCursorStore } from './cursor.ts';
-import { WATCHED } from './kinds.ts';
+import { inNamespace, WATCHED } from './kinds.ts';
 import { electLeader } from './leader.ts';
 import { listWatch } from './list-watch.ts';
 import { createSync } from './sync.ts';
@@ -20,8 +20,10 @@ export type WatcherOptions = {
   log: Logger;
   metrics: Metrics;
   identity: string;
-  /** Namespace of the Lease `tideway-watcher`. */
+  /** Namespace of the Lease. */
   namespace: string;
+  /** Watch only this namespace (default: all). */
+  watchNamespace?: string;
   source: string;
   healthIntervalMs: number;
   relistIntervalMs: number;
@@ -37,6 +39,11 @@ const zEnv = z.object({
   TIDEWAY_WATCHER_ID: z.string().min(1).default(`${hostname()}-${process.pid}`),
   TIDEWAY_NAMESPACE: z.string().min(1).default('tideway-system'),
   TIDEWAY_CLUSTER_ID: z.string().min(1).optional(),
+  TIDEWAY_WATCH_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a namespace name')
+    .max(63)
+    .optional(),
   TIDEWAY_HEALTH_INTERVAL: duration.default(2000),
   TIDEWAY_RELIST_INTERVAL: duration.default(300_000),
   TIDEWAY_WATCH_INACTIVITY: duration.default(120_000),
@@ -49,6 +56,13 @@ const clusterSource = async (kube: KubeConfig, override?: string) => {
   const ns = await kube.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' });
   return `/tideway/clusters/${ns.metadata?.uid ?? 'unknown'}`;
 };
+
+/**
+ * A watcher scoped to one namespace has its own Lease and cursor bucket, so it can run beside a
+ * cluster-wide one (or another namespace's) without either deleting the other's cursor entries.
+ */
+const leaseName = (watchNamespace?: string) =>
+  watchNamespace ? `tideway-watcher-${watchNamespace}` : 'tideway-watcher';
 
 /** The active part of the watcher: list+watch every kind, publish changes, tick. */
 const runLeader = (o: WatcherOptions) => {
@@ -68,7 +82,8 @@ const runLeader = (o: WatcherOptions) => {
     o.log.info('watching', { cursor: cursor.size });
     const sync = createSync({ ...o, cursor });
     const ticks = createTicks({ ...o });
-    const watches = WATCHED.map((w) =>
+    const watched = o.watchNamespace ? inNamespace(WATCHED, o.watchNamespace) : WATCHED;
+    const watches = watched.map((w) =>
       listWatch(
         o.kube,
         w,
@@ -112,7 +127,7 @@ export const startWatcher = (o: WatcherOptions) => {
   o.metrics.set('tideway_watcher_is_leader', 0);
   const leader = electLeader(o.kube, {
     namespace: o.namespace,
-    name: 'tideway-watcher',
+    name: leaseName(o.watchNamespace),
     identity: o.identity,
     durationMs: o.leaseDurationMs,
     log: o.log,
@@ -140,7 +155,8 @@ export const start: Service = async (ctx) => {
   return startWatcher({
     kube: ctx.kube,
     publisher: ctx.publisher,
-    store: await kvCursorStore(ctx.bus.nc),
+    store: await kvCursorStore(ctx.bus.nc, leaseName(e.TIDEWAY_WATCH_NAMESPACE)),
+    ...(e.TIDEWAY_WATCH_NAMESPACE ? { watchNamespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),
     log: ctx.log,
     metrics: ctx.metrics,
     identity: e.TIDEWAY_WATCHER_ID,

@@ -55,3 +55,10 @@ export const WATCHED: readonly Watched[] = [
     },
   },
 ];
+
+/** The same kinds in one namespace only (TIDEWAY_WATCH_NAMESPACE), like controller-runtime's cache scoping. */
+export const inNamespace = (watched: readonly Watched[], namespace: string): Watched[] =>
+  watched.map((w) => ({
+    ...w,
+    path: w.path.replace(new RegExp(`/${w.plural}$`), `/namespaces/${namespace}/${w.plural}`),
+  }));

@@ -25,7 +25,8 @@ export type LeaderOptions = {
 export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
   const api = kc.makeApiClient(CoordinationV1Api);
   const durationMs = o.durationMs ?? 15_000;
-  const retryMs = o.retryMs ?? 2000;
+  // client-go's 2 s against a 15 s lease; shorter leases look more often.
+  const retryMs = o.retryMs ?? Math.min(2000, durationMs / 3);
   const renewDeadlineMs = (durationMs * 2) / 3;
   let leading = false;
   let stopped = false;

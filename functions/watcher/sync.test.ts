@@ -40,7 +40,8 @@ const recorder = () => {
       events.push(e);
       return { duplicate: false, seq: events.length };
     },
-    seen: () => events.map((e) => `${e.type.replace('dev.tideway.resource.', '')} ${e.name}@${e.resourceversion}`),
+    seen: () =>
+      events.map((e) => `${e.type.replace('dev.tideway.resource.', '')} ${e.name}@${e.resourceversion}`),
   };
 };
 
@@ -86,7 +87,10 @@ describe('watcher sync', () => {
   it('announces objects deleted while no one watched, from the cursor', async () => {
     const cursor = new Map<string, CursorEntry>([
       ['RedisCluster.ns.gone', { kind: 'RedisCluster', namespace: 'ns', name: 'gone', uid: 'u-g', rv: '5' }],
-      ['RedisCluster.ns.kept', { kind: 'RedisCluster', namespace: 'ns', name: 'kept', uid: 'uid-kept', rv: '6' }],
+      [
+        'RedisCluster.ns.kept',
+        { kind: 'RedisCluster', namespace: 'ns', name: 'kept', uid: 'uid-kept', rv: '6' },
+      ],
     ]);
     const { publisher, store, sync } = setup(cursor);
     sync.list(rdc, [obj('kept', '6')]);

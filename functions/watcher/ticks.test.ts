@@ -62,7 +62,9 @@ describe('ticks', () => {
     ]);
     await ticks.checkSchedules();
     await ticks.checkSchedules();
-    expect(events.map((e) => e.data)).toMatchObject([{ scheduledTime: '2026-11-22T03:00:00.000Z', missedBefore: 0 }]);
+    expect(events.map((e) => e.data)).toMatchObject([
+      { scheduledTime: '2026-11-22T03:00:00.000Z', missedBefore: 0 },
+    ]);
 
     // A second watcher (after failover) computes the same tick, so the stream drops it.
     const other = setup(now);
@@ -89,7 +91,9 @@ describe('ticks', () => {
     ticks.observe('BackupSchedule', 'MODIFIED', schedule({ schedule: '0 * * * *', suspend: false }));
     now.t = at('2026-11-22T16:00:01Z');
     await ticks.checkSchedules();
-    expect(events.map((e) => e.data)).toMatchObject([{ scheduledTime: '2026-11-22T16:00:00.000Z', missedBefore: 0 }]);
+    expect(events.map((e) => e.data)).toMatchObject([
+      { scheduledTime: '2026-11-22T16:00:00.000Z', missedBefore: 0 },
+    ]);
   });
 
   it('skips a schedule it cannot parse and keeps ticking the others', async () => {

@@ -10,6 +10,8 @@ import { startTestbed } from './testbed.ts';
 export const runTestbedForeground = async (opts: {
   root: string;
   onReady?: (bed: Awaited<ReturnType<typeof startTestbed>>) => Promise<Record<string, string>>;
+  /** Runs first at stop (before the test bed goes): stop what onReady started. */
+  onStop?: () => Promise<void>;
 }) => {
   const log = (msg: string) => process.stderr.write(`${msg}\n`);
   const envFile = join(opts.root, '.tideway', 'local', 'env');
@@ -20,6 +22,7 @@ export const runTestbedForeground = async (opts: {
     stopping = true;
     log(`[tideway] ${signal}: stopping`);
     await removeEnvFile(envFile);
+    await opts.onStop?.().catch((error: unknown) => log(`[tideway] stop: ${String(error)}`));
     await bed.stop();
     log('[tideway] stopped; nothing left behind');
     process.exit(0);

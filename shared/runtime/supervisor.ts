@@ -38,8 +38,11 @@ export const startFunctions = (o: {
 
   const launch = (fn: string, replica: number, failures = 0) => {
     const id = `${fn}/${replica}`;
+    // Own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops the
+    // workers in order instead of racing them. The IPC channel tells a worker its supervisor died.
     const child = spawn(process.execPath, [WORKER, fn], {
-      stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit'],
+      detached: true,
+      stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit', 'ipc'],
       env: {
         ...process.env,
         ...o.env,

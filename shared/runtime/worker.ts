@@ -90,6 +90,11 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Started by a supervisor (tideway run, npm start): its death closes the IPC channel.
+  if (process.channel) {
+    process.channel.unref();
+    process.on('disconnect', () => void shutdown('supervisor gone'));
+  }
 };
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

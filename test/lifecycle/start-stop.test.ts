@@ -8,6 +8,11 @@ import { until } from '../../infra/testbed/wait.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const envFile = join(root, '.tideway', 'local', 'env');
+/** Function processes still running (npm start's workers must all be gone after Ctrl-C). */
+const workers = () =>
+  execFileSync('bash', ['-c', 'pgrep -f "shared/runtime/worker.ts" || true'], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
 const ipForward = () => readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
 
 // Runs after the e2e suite (a separate vitest invocation, see scripts/test.ts), so its first
@@ -47,12 +52,28 @@ describe('test bed lifecycle', () => {
         encoding: 'utf8',
       });
       expect(nodes.trim()).toBe('node/tideway-node-0');
+      // The operator runs: the CRDs are served and a watcher replica holds its Lease.
+      const kubectl = (cmd: string) =>
+        execFileSync('bash', ['-c', `. '${envFile}' && ${cmd}`], { encoding: 'utf8' }).trim();
+      expect(kubectl('kubectl get crd redisclusters.tideway.dev -o name')).toBe(
+        'customresourcedefinition.apiextensions.k8s.io/redisclusters.tideway.dev',
+      );
+      await until(
+        'the watcher leads',
+        async () =>
+          kubectl(
+            'kubectl -n tideway-system get lease tideway-watcher -o jsonpath={.spec.holderIdentity} 2>/dev/null || true',
+          ) || undefined,
+        60_000,
+        500,
+      );
     } finally {
       child.kill('SIGINT');
       expect(await exited, stderr.slice(-2000)).toBe(0);
     }
     expect(existsSync(envFile)).toBe(false);
     expect(await findLeftovers()).toEqual([]);
+    expect(workers()).toEqual([]);
     expect(ipForward()).toBe(forwardBefore);
   });
 });

@@ -1,0 +1,35 @@
+import { execFile } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Where Tideway's own objects live: the watcher's Lease, and later the operator's Secrets. */
+export const SYSTEM_NAMESPACE = 'tideway-system';
+
+/**
+ * Installs Tideway's CRDs from crds/ (server-side apply: idempotent) and its namespace, and waits
+ * until the CRDs are served. Used by `npm start` and by the e2e tests.
+ */
+export const installTideway = async (o: { kubectl: string; kubeconfig: string; fieldManager: string }) => {
+  const run = (...args: string[]) =>
+    promisify(execFile)(o.kubectl, args, { env: { ...process.env, KUBECONFIG: o.kubeconfig } });
+  await run(
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    `--field-manager=${o.fieldManager}`,
+    '-f',
+    join(root, 'crds'),
+  );
+  await run('create', 'namespace', SYSTEM_NAMESPACE).catch((e: { stderr?: string }) => {
+    if (!e.stderr?.includes('AlreadyExists')) throw e;
+  });
+  await run(
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    ...['redisclusters', 'backups', 'backupschedules', 'restores'].map((p) => `crd/${p}.tideway.dev`),
+  );
+};
