@@ -1,0 +1,206 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { installTideway } from '../infra/install.ts';
+import type { Testbed } from '../infra/testbed/types.ts';
+import { sleep, until } from '../infra/testbed/wait.ts';
+import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
+import { counterTotal, ms, now, percentile, pool, spawnFunction } from './support.ts';
+
+const RDC = TIDEWAY_KINDS.RedisCluster;
+
+export type EventPathOptions = {
+  /** Offered update rates, events/s, each for `seconds`. */
+  rates: number[];
+  seconds: number;
+  /** Objects the updates go round-robin over. */
+  objects: number;
+  /** Objects for the cold relist. */
+  relist: number;
+};
+
+/**
+ * The event path, object update → handler start, through the real watcher, JetStream and a
+ * function process, against an in-process watch callback on the same updates (the informer a
+ * classic operator would run); then a cold relist: the watcher starting on N objects it never saw.
+ */
+export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
+  await installTideway({ kubectl: bed.kubectl, kubeconfig: bed.kubeconfig, fieldManager: 'tideway-bench' });
+  const kc = new KubeConfig();
+  kc.loadFromFile(bed.kubeconfig);
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const dir = await mkdtemp(join(tmpdir(), 'tideway-bench-'));
+  const probeFile = join(dir, 'probe.txt');
+  writeFileSync(probeFile, '');
+  const baseEnv = { NATS_URL: bed.natsUrl, KUBECONFIG: bed.kubeconfig, PROBE_FILE: probeFile };
+  const createNs = async (name: string) => {
+    await core.createNamespace({ body: { metadata: { name } } });
+    return name;
+  };
+  const create = (namespace: string, name: string) =>
+    custom.createNamespacedCustomObject({
+      ...RDC,
+      namespace,
+      body: {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'RedisCluster',
+        metadata: { name },
+        spec: { replicas: 1 },
+      },
+    });
+  const probed = () =>
+    readFileSync(probeFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const [name = '', rv = '', type = '', t = '0'] = l.split(' ');
+        return { name, rv, type, t: Number(t) };
+      });
+
+  const lines: string[] = [];
+  try {
+    // --- event path ---------------------------------------------------------------------------
+    const ns = await createNs(`bench-path-${Date.now().toString(36)}`);
+    const env = { ...baseEnv, TIDEWAY_WATCH_NAMESPACE: ns, TIDEWAY_HEALTH_INTERVAL: '600s' };
+    const watcher = spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: 'bench-path' });
+    const probe = spawnFunction('probe', env);
+    const names = Array.from({ length: o.objects }, (_, i) => `o-${i}`);
+    await pool(names.length, 16, (i) => create(ns, names[i]!));
+    await until(
+      'the probe saw every object',
+      async () => (new Set(probed().map((p) => p.name)).size >= names.length ? true : undefined),
+      120_000,
+      200,
+    );
+
+    // The baseline: a watch in this process, as an informer's event handler sees it.
+    const informer = new Map<string, number>();
+    const watch = await new Watch(kc).watch(
+      `/apis/${RDC.group}/${RDC.version}/namespaces/${ns}/${RDC.plural}`,
+      {},
+      (_type, obj: { metadata?: { resourceVersion?: string } }) => {
+        informer.set(obj.metadata?.resourceVersion ?? '', now());
+      },
+      () => undefined,
+    );
+    await sleep(500);
+
+    for (const rate of o.rates) {
+      const sent = new Map<string, number>();
+      const total = rate * o.seconds;
+      const start = now();
+      let failed = 0;
+      await pool(total, 128, async (i) => {
+        const due = start + (i * 1000) / rate;
+        const wait = due - now();
+        if (wait > 0) await sleep(wait);
+        const t0 = now();
+        try {
+          const r = (await custom.patchNamespacedCustomObject({
+            ...RDC,
+            namespace: ns,
+            name: names[i % names.length]!,
+            body: [{ op: 'add', path: '/metadata/annotations', value: { bench: `${rate}-${i}` } }],
+          })) as { metadata: { resourceVersion: string } };
+          sent.set(r.metadata.resourceVersion, t0);
+        } catch {
+          failed++;
+        }
+      });
+      const sendSeconds = (now() - start) / 1000;
+      // Wait until the last update of every object reached the probe (earlier ones may coalesce).
+      await until(
+        'the probe caught up',
+        async () => {
+          const seen = new Set(probed().map((p) => p.rv));
+          let missing = 0;
+          for (const rv of sent.keys()) if (!seen.has(rv)) missing++;
+          return missing <= total - Math.min(total, names.length) ? true : undefined;
+        },
+        120_000,
+        250,
+      ).catch(() => undefined);
+      await sleep(1000);
+      const handled = probed().filter((p) => sent.has(p.rv));
+      const tideway = handled.map((p) => p.t - sent.get(p.rv)!).sort((a, b) => a - b);
+      const base = [...sent].filter(([rv]) => informer.has(rv)).map(([rv, t0]) => informer.get(rv)! - t0);
+      base.sort((a, b) => a - b);
+      const added = handled
+        .filter((p) => informer.has(p.rv))
+        .map((p) => p.t - informer.get(p.rv)!)
+        .sort((a, b) => a - b);
+      const span = handled.length > 1 ? (Math.max(...handled.map((p) => p.t)) - start) / 1000 : Number.NaN;
+      lines.push(
+        `event path @ ${rate}/s offered for ${o.seconds}s: ${sent.size} updates in ${sendSeconds.toFixed(1)}s ` +
+          `(${(sent.size / sendSeconds).toFixed(0)}/s achieved, ${failed} failed); ` +
+          `${handled.length} handled (${((handled.length / sent.size) * 100).toFixed(1)}%, the rest coalesced), ` +
+          `${(handled.length / span).toFixed(0)} handler starts/s`,
+        `  informer callback (baseline)  p50 ${ms(percentile(base, 50))}  p99 ${ms(percentile(base, 99))}`,
+        `  tideway handler start         p50 ${ms(percentile(tideway, 50))}  p99 ${ms(percentile(tideway, 99))}` +
+          `  ratio p50 ${(percentile(tideway, 50) / percentile(base, 50)).toFixed(2)}x  p99 ${(percentile(tideway, 99) / percentile(base, 99)).toFixed(2)}x`,
+        `  added by tideway (per event)  p50 ${ms(percentile(added, 50))}  p99 ${ms(percentile(added, 99))}`,
+      );
+      process.stderr.write(`${lines.slice(-4).join('\n')}\n`);
+    }
+    watch.abort();
+    await Promise.all([watcher.stop(), probe.stop()]);
+
+    // --- cold relist ----------------------------------------------------------------------------
+    const ns2 = await createNs(`bench-relist-${Date.now().toString(36)}`);
+    const t0 = now();
+    await pool(o.relist, 32, (i) => create(ns2, `r-${i}`));
+    process.stderr.write(`[bench] created ${o.relist} objects in ${((now() - t0) / 1000).toFixed(1)}s\n`);
+    // The baseline: a paged list of the same objects in this process.
+    const l0 = now();
+    let listed = 0;
+    let cont: string | undefined;
+    do {
+      const page = (await custom.listNamespacedCustomObject({
+        ...RDC,
+        namespace: ns2,
+        limit: 500,
+        ...(cont ? { _continue: cont } : {}),
+      })) as { items: unknown[]; metadata: { continue?: string } };
+      listed += page.items.length;
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    const listMs = now() - l0;
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const w0 = now();
+    const cold = spawnFunction('watcher', {
+      ...baseEnv,
+      TIDEWAY_WATCH_NAMESPACE: ns2,
+      TIDEWAY_HEALTH_INTERVAL: '600s',
+      TIDEWAY_WATCHER_ID: 'bench-relist',
+      TIDEWAY_OPS_PORT: String(port),
+    });
+    let published = 0;
+    await until(
+      'every object published',
+      async () => {
+        const page = await fetch(`http://127.0.0.1:${port}/metrics`)
+          .then((r) => r.text())
+          .catch(() => '');
+        published = counterTotal(page, 'tideway_watcher_published_total');
+        return published >= o.relist ? true : undefined;
+      },
+      300_000,
+      100,
+    ).catch(() => undefined);
+    const relistMs = now() - w0;
+    const rss = cold.peakRssMiB();
+    await cold.stop();
+    lines.push(
+      `cold relist of ${listed} objects: all published and acked ${(relistMs / 1000).toFixed(1)}s after the watcher ` +
+        `process started (${published} published), peak RSS ${rss.toFixed(0)} MiB; ` +
+        `baseline paged list in-process ${(listMs / 1000).toFixed(2)}s; ratio ${(relistMs / listMs).toFixed(1)}x`,
+    );
+    process.stderr.write(`${lines.at(-1)}\n`);
+  } finally {
+    if (existsSync(dir)) await rm(dir, { recursive: true, force: true });
+  }
+  return lines;
+};

@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const BENCH_SERVERLESS = join(root, 'bench', 'fixtures', 'serverless.yml');
+
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
+export const now = () => performance.timeOrigin + performance.now();
+
+export const percentile = (sorted: readonly number[], p: number) =>
+  sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+export const ms = (v: number) => `${v.toFixed(v < 10 ? 2 : 1)} ms`;
+
+/** One function replica as its own process, as `tideway run` starts it. */
+export const spawnFunction = (fn: string, env: Record<string, string>) => {
+  const child: ChildProcess = spawn(process.execPath, [join(root, 'shared', 'runtime', 'worker.ts'), fn], {
+    env: { ...process.env, TIDEWAY_LOG_LEVEL: 'warn', ...env, TIDEWAY_SERVERLESS: BENCH_SERVERLESS },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  return {
+    pid: child.pid ?? 0,
+    /** Peak resident set size so far, in MiB (VmHWM). */
+    peakRssMiB: () => {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : Number.NaN;
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+};
+
+/** Runs `task(i)` for i in [0, n) with at most `limit` at once. */
+export const pool = async (n: number, limit: number, task: (i: number) => Promise<unknown>) => {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, n) }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
+};
+
+/** A counter's total over all its label sets, from a Prometheus text page. */
+export const counterTotal = (page: string, name: string) =>
+  page
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);

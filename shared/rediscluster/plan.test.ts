@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { planTopology } from './plan.ts';
+import type { Instance } from './probe.ts';
+
+const master = (
+  pod: string,
+  ordinal: number,
+  offset: number,
+  replicas = 0,
+  role?: 'master' | 'replica',
+): Instance => ({
+  pod,
+  ordinal,
+  ip: `10.0.0.${ordinal + 10}`,
+  podReady: true,
+  terminating: false,
+  ...(role ? { labelledRole: role } : {}),
+  replication: {
+    role: 'master',
+    offset,
+    replid: 'r',
+    replicas: Array.from({ length: replicas }, () => ({
+      ip: 'x',
+      port: 6379,
+      state: 'online',
+      offset,
+      lag: 0,
+    })),
+  },
+});
+const replica = (
+  pod: string,
+  ordinal: number,
+  offset: number,
+  of: string,
+  role?: 'master' | 'replica',
+): Instance => ({
+  pod,
+  ordinal,
+  ip: `10.0.0.${ordinal + 10}`,
+  podReady: true,
+  terminating: false,
+  ...(role ? { labelledRole: role } : {}),
+  replication: {
+    role: 'replica',
+    offset,
+    masterHost: of,
+    masterPort: of === '127.0.0.1' ? 1 : 6379,
+    linkUp: of !== '127.0.0.1',
+    syncInProgress: false,
+    replid: 'r',
+  },
+});
+const down = (pod: string, ordinal: number, role?: 'master' | 'replica'): Instance => ({
+  pod,
+  ordinal,
+  ip: `10.0.0.${ordinal + 10}`,
+  podReady: false,
+  terminating: false,
+  ...(role ? { labelledRole: role } : {}),
+});
+
+describe('topology plan', () => {
+  it('starts a new cluster with ordinal 0 as master and the others following it', () => {
+    const plan = planTopology(
+      [
+        replica('c-0', 0, 0, '127.0.0.1'),
+        replica('c-1', 1, 0, '127.0.0.1'),
+        replica('c-2', 2, 0, '127.0.0.1'),
+      ],
+      undefined,
+    );
+    expect(plan.master).toBe('c-0');
+    expect(plan.change).toEqual({ from: undefined, reason: 'Initial' });
+    expect(plan.commands).toEqual([
+      { pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] },
+      { pod: 'c-1', ip: '10.0.0.11', args: ['REPLICAOF', '10.0.0.10', '6379'] },
+      { pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', '10.0.0.10', '6379'] },
+    ]);
+    expect(plan.labels).toEqual([
+      { pod: 'c-0', role: 'master' },
+      { pod: 'c-1', role: 'replica' },
+      { pod: 'c-2', role: 'replica' },
+    ]);
+  });
+
+  it('does nothing when everything is in place', () => {
+    const plan = planTopology(
+      [
+        master('c-0', 0, 100, 2, 'master'),
+        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
+        replica('c-2', 2, 90, '10.0.0.10', 'replica'),
+      ],
+      'c-0',
+    );
+    expect(plan).toEqual({ master: 'c-0', commands: [], labels: [] });
+  });
+
+  it('puts a pod that came back (fenced, as a replica of nothing) back in its place', () => {
+    const plan = planTopology(
+      [
+        master('c-0', 0, 100, 1, 'master'),
+        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
+        replica('c-2', 2, 40, '127.0.0.1'),
+      ],
+      'c-0',
+    );
+    expect(plan.commands).toEqual([
+      { pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', '10.0.0.10', '6379'] },
+    ]);
+    expect(plan.labels).toEqual([{ pod: 'c-2', role: 'replica' }]);
+  });
+
+  it('never lets replicas follow a master that came back with less data; promotes the most advanced', () => {
+    const plan = planTopology(
+      [
+        replica('c-0', 0, 50, '127.0.0.1', 'master'),
+        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
+        replica('c-2', 2, 120, '10.0.0.10', 'replica'),
+      ],
+      'c-0',
+    );
+    expect(plan.master).toBe('c-2');
+    expect(plan.change).toEqual({ from: 'c-0', reason: 'MasterBehind' });
+    expect(plan.commands[0]).toEqual({ pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', 'NO', 'ONE'] });
+    // The old master loses its label before the new one gets it.
+    expect(plan.labels).toEqual([
+      { pod: 'c-0', role: 'replica' },
+      { pod: 'c-2', role: 'master' },
+    ]);
+  });
+
+  it('with the master down, leaves its replicas serving and unlabels what is unknown', () => {
+    const plan = planTopology(
+      [
+        down('c-0', 0, 'master'),
+        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
+        replica('c-2', 2, 0, '127.0.0.1', 'replica'),
+      ],
+      'c-0',
+    );
+    expect(plan.master).toBe('c-0');
+    expect(plan.commands).toEqual([]);
+    // c-1 still serves reads; c-0 is fenced off the Service until it is known again; c-2 follows no one.
+    expect(plan.labels).toEqual([
+      { pod: 'c-0', role: null },
+      { pod: 'c-2', role: null },
+    ]);
+  });
+
+  it('adopts a running master with replicas when the status lost track', () => {
+    const plan = planTopology(
+      [replica('c-0', 0, 100, '10.0.0.11'), master('c-1', 1, 100, 1), replica('c-2', 2, 0, '127.0.0.1')],
+      undefined,
+    );
+    expect(plan.master).toBe('c-1');
+    expect(plan.change?.reason).toBe('Adopted');
+  });
+});

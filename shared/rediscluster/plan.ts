@@ -1,0 +1,96 @@
+import { REDIS_PORT, type Role } from './names.ts';
+import type { Instance } from './probe.ts';
+
+export type Command = { pod: string; ip: string; args: string[] };
+export type LabelChange = { pod: string; role: Role | null };
+
+export type TopologyPlan = {
+  /** The pod that should be master (status.master after this). */
+  master: string | undefined;
+  /** Why the master changed, when it did. */
+  change?: { from: string | undefined; reason: 'Initial' | 'MasterBehind' | 'Adopted' };
+  commands: Command[];
+  /** Pods whose role label is to change, removals first (never two masters in the Service). */
+  labels: LabelChange[];
+};
+
+const reachable = (i: Instance) => i.replication !== undefined && !i.terminating;
+const offsetOf = (i: Instance) => i.replication?.offset ?? -1;
+
+/**
+ * Who is master and what each instance must do. The status is the record of who is master; the
+ * servers are only believed where the record has nothing to say (first start, lost status). A
+ * master that came back with less data than a replica has (restarted empty) is replaced by the
+ * most advanced replica instead of being followed: following it would wipe the replicas.
+ */
+export const planTopology = (
+  instances: readonly Instance[],
+  statusMaster: string | undefined,
+): TopologyPlan => {
+  let master = instances.some((i) => i.pod === statusMaster) ? statusMaster : undefined;
+  let change: TopologyPlan['change'];
+  if (!master) {
+    const live = instances.filter(reachable);
+    // A master that has replicas attached is adopted (status lost); else the lowest ordinal.
+    const adopted = live
+      .filter((i) => i.replication?.role === 'master' && i.replication.replicas.length > 0)
+      .sort(
+        (a, b) =>
+          (b.replication?.role === 'master' ? b.replication.replicas.length : 0) -
+          (a.replication?.role === 'master' ? a.replication.replicas.length : 0),
+      )[0];
+    master = adopted?.pod ?? instances[0]?.pod;
+    if (master) change = { from: statusMaster, reason: adopted ? 'Adopted' : 'Initial' };
+  }
+  let m = instances.find((i) => i.pod === master);
+  if (m && reachable(m)) {
+    const ahead = instances
+      .filter((i) => i !== m && reachable(i) && offsetOf(i) > offsetOf(m as Instance))
+      .sort((a, b) => offsetOf(b) - offsetOf(a) || a.ordinal - b.ordinal)[0];
+    // A serving master is never behind its replicas: one that is restarted (from an older
+    // snapshot, or empty) and would wipe them if they followed it.
+    if (ahead) {
+      change = { from: master, reason: 'MasterBehind' };
+      master = ahead.pod;
+      m = ahead;
+    }
+  }
+
+  const commands: Command[] = [];
+  const confirmed = new Map<string, Role>();
+  if (m && reachable(m) && m.ip) {
+    if (m.replication?.role !== 'master')
+      commands.push({ pod: m.pod, ip: m.ip, args: ['REPLICAOF', 'NO', 'ONE'] });
+    confirmed.set(m.pod, 'master');
+    for (const i of instances) {
+      if (i === m || !reachable(i) || !i.ip) continue;
+      const r = i.replication;
+      const follows = r?.role === 'replica' && r.masterHost === m.ip && r.masterPort === REDIS_PORT;
+      if (!follows) commands.push({ pod: i.pod, ip: i.ip, args: ['REPLICAOF', m.ip, String(REDIS_PORT)] });
+      confirmed.set(i.pod, 'replica');
+    }
+  } else {
+    // The master is not reachable: replicas that already follow it keep their label (they serve
+    // reads); anything else is unlabelled until it is known to follow the master.
+    for (const i of instances) {
+      const r = i.replication;
+      if (
+        i.pod !== master &&
+        reachable(i) &&
+        r?.role === 'replica' &&
+        i.labelledRole === 'replica' &&
+        r.masterHost === m?.ip
+      )
+        confirmed.set(i.pod, 'replica');
+    }
+  }
+
+  const removals: LabelChange[] = [];
+  const additions: LabelChange[] = [];
+  for (const i of instances) {
+    const want = confirmed.get(i.pod) ?? null;
+    if ((i.labelledRole ?? null) === want) continue;
+    (want === null || i.labelledRole === 'master' ? removals : additions).push({ pod: i.pod, role: want });
+  }
+  return { master, ...(change ? { change } : {}), commands, labels: [...removals, ...additions] };
+};

@@ -1,0 +1,89 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { connectRedis, type RedisClient } from '../redis/client.ts';
+import { parseReplication, type Replication, serverVersion } from '../redis/info.ts';
+import { LABEL, ordinalOf, REDIS_PORT, type Role } from './names.ts';
+
+/** One instance as the API server and the server itself describe it. */
+export type Instance = {
+  pod: string;
+  ordinal: number;
+  ip?: string;
+  /** The pod's Ready condition. */
+  podReady: boolean;
+  /** Role label on the pod (what the Services follow). */
+  labelledRole?: Role;
+  /** Deleted, on its way out. */
+  terminating: boolean;
+  /** From INFO, when the server answered. */
+  replication?: Replication;
+  version?: string;
+  product?: 'redis' | 'valkey';
+  error?: string;
+};
+
+const podReady = (p: V1Pod) =>
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/** INFO of every pod that has an IP, in parallel, each bounded by a short timeout. */
+export const probeInstances = async (
+  clusterName: string,
+  pods: readonly V1Pod[],
+  password: string,
+  timeoutMs = 1500,
+): Promise<Instance[]> =>
+  Promise.all(
+    pods
+      .map((p) => ({ p, ordinal: ordinalOf(clusterName, p.metadata?.name ?? '') }))
+      .filter(({ ordinal }) => ordinal >= 0)
+      .sort((a, b) => a.ordinal - b.ordinal)
+      .map(async ({ p, ordinal }): Promise<Instance> => {
+        const role = p.metadata?.labels?.[LABEL.role];
+        const base: Instance = {
+          pod: p.metadata?.name ?? '',
+          ordinal,
+          ...(p.status?.podIP ? { ip: p.status.podIP } : {}),
+          podReady: podReady(p),
+          ...(role === 'master' || role === 'replica' ? { labelledRole: role } : {}),
+          terminating: Boolean(p.metadata?.deletionTimestamp),
+        };
+        if (!base.ip || p.status?.phase !== 'Running') return base;
+        let client: RedisClient | undefined;
+        try {
+          client = await connectRedis({
+            host: base.ip,
+            port: REDIS_PORT,
+            password,
+            connectTimeoutMs: timeoutMs,
+            commandTimeoutMs: timeoutMs,
+          });
+          const info = String(await client.command('INFO', 'all'));
+          const v = serverVersion(info);
+          return { ...base, replication: parseReplication(info), version: v.version, product: v.product };
+        } catch (error) {
+          return { ...base, error: error instanceof Error ? error.message : String(error) };
+        } finally {
+          client?.close();
+        }
+      }),
+  );
+
+/** Runs one command on one instance. */
+export const onInstance = async <T>(
+  ip: string,
+  password: string,
+  fn: (c: RedisClient) => Promise<T>,
+  timeoutMs = 5000,
+): Promise<T> => {
+  const client = await connectRedis({
+    host: ip,
+    port: REDIS_PORT,
+    password,
+    connectTimeoutMs: timeoutMs,
+    commandTimeoutMs: timeoutMs,
+  });
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+};
