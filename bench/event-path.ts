@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
+import { freePort } from '../infra/testbed/process/ports.ts';
 import type { Testbed } from '../infra/testbed/types.ts';
 import { sleep, until } from '../infra/testbed/wait.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
@@ -168,7 +169,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       cont = page.metadata.continue || undefined;
     } while (cont);
     const listMs = now() - l0;
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = await freePort();
     const w0 = now();
     const cold = spawnFunction('watcher', {
       ...baseEnv,

@@ -34,6 +34,19 @@ const self =
 export const MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const INSTANCE = 'app.kubernetes.io/instance';
 
+const owned = (kind: string, prefix: string, plural: string): Watched => ({
+  kind,
+  plural,
+  path: `${prefix}/${plural}`,
+  labelSelector: `${MANAGED_BY}=tideway`,
+  about: (o) => {
+    const cluster = o.metadata?.labels?.[INSTANCE];
+    return cluster && o.metadata?.namespace
+      ? { kind: 'RedisCluster', namespace: o.metadata.namespace, name: cluster }
+      : undefined;
+  },
+});
+
 export const WATCHED: readonly Watched[] = [
   ...Object.values(TIDEWAY_KINDS).map((t) => ({
     kind: t.kind,
@@ -41,19 +54,13 @@ export const WATCHED: readonly Watched[] = [
     path: `/apis/${t.group}/${t.version}/${t.plural}`,
     about: self(t.kind),
   })),
-  {
-    // Pods of Tideway's clusters: a pod change is a change of its cluster (controller-runtime's Owns).
-    kind: 'Pod',
-    plural: 'pods',
-    path: '/api/v1/pods',
-    labelSelector: `${MANAGED_BY}=tideway`,
-    about: (o) => {
-      const cluster = o.metadata?.labels?.[INSTANCE];
-      return cluster && o.metadata?.namespace
-        ? { kind: 'RedisCluster', namespace: o.metadata.namespace, name: cluster }
-        : undefined;
-    },
-  },
+  // What Tideway makes for its clusters: a change (or a delete: drift) of one is a change of its
+  // cluster (controller-runtime's Owns). Selected by label, so nothing else is listed.
+  owned('Pod', '/api/v1', 'pods'),
+  owned('StatefulSet', '/apis/apps/v1', 'statefulsets'),
+  owned('Service', '/api/v1', 'services'),
+  owned('ConfigMap', '/api/v1', 'configmaps'),
+  owned('PodDisruptionBudget', '/apis/policy/v1', 'poddisruptionbudgets'),
 ];
 
 /** The same kinds in one namespace only (TIDEWAY_WATCH_NAMESPACE), like controller-runtime's cache scoping. */

@@ -1,4 +1,4 @@
-import { CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../shared/kube/errors.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
 
@@ -38,8 +38,9 @@ export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
   const spec = (lease: V1Lease | undefined, now: Date) => ({
     holderIdentity: o.identity,
     leaseDurationSeconds: Math.ceil(durationMs / 1000),
-    renewTime: now,
-    acquireTime: leading ? (lease?.spec?.acquireTime ?? now) : now,
+    // MicroTime: the API refuses these times without microseconds.
+    renewTime: new V1MicroTime(now),
+    acquireTime: new V1MicroTime(leading ? (lease?.spec?.acquireTime ?? now) : now),
     leaseTransitions:
       (lease?.spec?.leaseTransitions ?? 0) + (lease?.spec?.holderIdentity === o.identity ? 0 : 1),
   });
@@ -128,7 +129,16 @@ export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
           await api.replaceNamespacedLease({
             name: o.name,
             namespace: o.namespace,
-            body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } },
+            body: {
+              ...lease,
+              spec: {
+                ...lease.spec,
+                holderIdentity: '',
+                leaseDurationSeconds: 1,
+                renewTime: new V1MicroTime(),
+                ...(lease.spec?.acquireTime ? { acquireTime: new V1MicroTime(lease.spec.acquireTime) } : {}),
+              },
+            },
           });
       } catch (error) {
         o.log.warn('could not release the lease', { error });

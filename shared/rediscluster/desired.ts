@@ -10,7 +10,8 @@ import type { RedisCluster } from '../api/generated.ts';
 import { imageOf, LABEL, namesOf, REDIS_PORT, selectorLabels } from './names.ts';
 import { renderAuthConf, renderRedisConf } from './redis-conf.ts';
 
-const CONF_DIR = '/etc/tideway';
+// Siblings, not nested: a mount point cannot be made inside a read-only volume.
+const CONF_DIR = '/etc/tideway/conf';
 const AUTH_DIR = '/etc/tideway/auth';
 const DATA_DIR = '/data';
 

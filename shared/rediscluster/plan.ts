@@ -43,12 +43,13 @@ export const planTopology = (
     if (master) change = { from: statusMaster, reason: adopted ? 'Adopted' : 'Initial' };
   }
   let m = instances.find((i) => i.pod === master);
-  if (m && reachable(m)) {
+  // Only a master that came back fenced (a replica of nothing, after a restart) is compared: a
+  // serving master is never behind its replicas.
+  if (m && reachable(m) && m.replication?.role === 'replica' && !m.replication.linkUp) {
     const ahead = instances
-      .filter((i) => i !== m && reachable(i) && offsetOf(i) > offsetOf(m as Instance))
+      .filter((i) => i !== m && reachable(i) && offsetOf(i) > Math.max(0, offsetOf(m as Instance)))
       .sort((a, b) => offsetOf(b) - offsetOf(a) || a.ordinal - b.ordinal)[0];
-    // A serving master is never behind its replicas: one that is restarted (from an older
-    // snapshot, or empty) and would wipe them if they followed it.
+    // It restarted from an older snapshot, or empty: following it would wipe the replicas.
     if (ahead) {
       change = { from: master, reason: 'MasterBehind' };
       master = ahead.pod;

@@ -1,17 +1,30 @@
 import { createServer } from 'node:net';
 
-/** A free TCP port on the given address, chosen by the kernel. */
-export const freePort = (host = '127.0.0.1'): Promise<number> =>
-  new Promise((resolve, reject) => {
+const tryListen = (port: number, host: string): Promise<boolean> =>
+  new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
+
+/** Ports this process handed out: two servers started at once never get the same one. */
+const handedOut = new Set<number>();
+
+/**
+ * A free TCP port for a server to listen on, from 20000-29999: below the kernel's ephemeral range
+ * (32768+), where outgoing connections (the API server's to etcd, say) take their local ports, so
+ * none can grab it between this check and the server's bind; and below the NodePort range.
+ */
+export const freePort = async (host = '127.0.0.1'): Promise<number> => {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    if (await tryListen(port, host)) return port;
+  }
+  throw new Error(`no free port on ${host} in 20000-29999`);
+};
 
 /** Resolves true once something accepts TCP connections at host:port. */
 export const canConnect = (host: string, port: number, timeoutMs = 1000): Promise<boolean> =>

@@ -1,0 +1,153 @@
+import { CustomObjectsApi, EventsV1Api } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { type RedisCluster, zRedisCluster } from '../../shared/api/generated.ts';
+import { serverSideApply } from '../../shared/kube/apply.ts';
+import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
+import { isNotFound } from '../../shared/kube/errors.ts';
+import { eventRecorder } from '../../shared/kube/events.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { updateStatus } from '../../shared/kube/status.ts';
+import {
+  authConfSecretFor,
+  configMapFor,
+  hashOf,
+  pdbFor,
+  servicesFor,
+  statefulSetFor,
+} from '../../shared/rediscluster/desired.ts';
+import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
+import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
+import { FIELD_MANAGER } from '../../shared/rediscluster/names.ts';
+import { observe } from '../../shared/rediscluster/observed.ts';
+import { planTopology } from '../../shared/rediscluster/plan.ts';
+import { onInstance, probeInstances } from '../../shared/rediscluster/probe.ts';
+import { ConfigRejected } from '../../shared/rediscluster/redis-conf.ts';
+import {
+  done,
+  type HandlerContext,
+  type Outcome,
+  retryAfter,
+  terminal,
+} from '../../shared/runtime/handler.ts';
+
+const RDC = TIDEWAY_KINDS.RedisCluster;
+
+/**
+ * reconcile: makes a RedisCluster's world match its spec — owned objects by server-side apply,
+ * the replication topology over the network at pod IPs, role labels the Services follow — and
+ * writes down what it found. Level-triggered: the event only names the object; everything is
+ * re-read, and running it twice changes nothing.
+ */
+export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  const e = event as unknown as Record<string, string | undefined>;
+  if (e.kind !== 'RedisCluster' || !e.namespace || !e.name) return done;
+  const custom = ctx.kube.makeApiClient(CustomObjectsApi);
+  let raw: unknown;
+  try {
+    raw = await custom.getNamespacedCustomObject({ ...RDC, namespace: e.namespace, name: e.name });
+  } catch (error) {
+    if (isNotFound(error)) return done; // gone: its owned objects go with it
+    throw error;
+  }
+  const parsed = zRedisCluster.safeParse(raw);
+  if (!parsed.success)
+    return terminal(
+      'InvalidSpec',
+      parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+    );
+  const rc = parsed.data;
+  const key = { namespace: e.namespace, name: e.name };
+  const generation = rc.metadata.generation;
+  const writeStatus = (
+    mutate: (s: NonNullable<RedisCluster['status']>) => NonNullable<RedisCluster['status']>,
+  ) =>
+    updateStatus<RedisCluster>(custom, RDC, key, (o) => {
+      const next = mutate({ ...(o.status ?? {}) });
+      return JSON.stringify(next) === JSON.stringify(o.status ?? {}) ? undefined : next;
+    });
+
+  if (rc.metadata.deletionTimestamp) {
+    if (rc.status?.phase !== 'Deleting') await writeStatus((s) => ({ ...s, phase: 'Deleting' }));
+    return (await finalize(ctx.kube, rc)) ? done : retryAfter(1000, 'WaitingForPods');
+  }
+  if (!hasFinalizer(rc)) {
+    await addFinalizer(ctx.kube, rc);
+    return done; // the update is an event of its own: the next run sees the finalizer
+  }
+
+  const recorder = eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/reconcile', ctx.function);
+  const regarding = { apiVersion: rc.apiVersion, kind: rc.kind, ...key, uid: rc.metadata.uid ?? '' };
+  const apply = serverSideApply(ctx.kube, FIELD_MANAGER);
+
+  const password = await readPassword(ctx.kube, rc, true);
+  let configMap: ReturnType<typeof configMapFor>;
+  try {
+    configMap = configMapFor(rc);
+  } catch (error) {
+    if (!(error instanceof ConfigRejected)) throw error;
+    // Nothing running is touched because of a bad edit: report it and wait for the next one.
+    await writeStatus((s) => ({
+      ...s,
+      conditions: setCondition(
+        s.conditions as Condition[],
+        { type: 'Reconciled', status: 'False', reason: error.reason, message: error.message },
+        generation,
+      ),
+    }));
+    return done;
+  }
+  const authConf = authConfSecretFor(rc, password);
+  await apply(configMap);
+  await apply(authConf);
+  await apply(statefulSetFor(rc, hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`)));
+  for (const svc of servicesFor(rc)) await apply(svc);
+  await apply(pdbFor(rc));
+
+  const pods = await listPods(ctx.kube, rc);
+  const instances = await probeInstances(rc.metadata.name, pods, password);
+  const plan = planTopology(instances, rc.status?.master);
+  let converged = plan.commands.length === 0 && plan.labels.length === 0;
+  const failed = new Set<string>();
+  for (const c of plan.commands) {
+    try {
+      await onInstance(c.ip, password, (r) => r.command(...c.args));
+      ctx.log.info('topology', { pod: c.pod, command: c.args.join(' ') });
+    } catch (error) {
+      failed.add(c.pod);
+      ctx.log.warn('topology command failed', { pod: c.pod, command: c.args[0], error });
+    }
+  }
+  for (const l of plan.labels) {
+    // An instance whose command failed is not known to play its part: no label for it.
+    await labelPod(ctx.kube, key.namespace, l.pod, failed.has(l.pod) ? null : l.role);
+  }
+  if (plan.change && plan.change.reason !== 'Initial') {
+    await recorder.record({
+      regarding,
+      type: 'Warning',
+      reason: plan.change.reason,
+      action: 'Switchover',
+      note: `master ${plan.change.from ?? '(none)'} → ${plan.master}: ${plan.change.reason === 'MasterBehind' ? 'the master came back with less data than a replica' : 'adopted the running master'}`,
+    });
+  }
+
+  const after =
+    plan.commands.length > 0
+      ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), password)
+      : instances;
+  const o = observe(rc, after, plan.master, pods);
+  await writeStatus((s) => {
+    let conditions = s.conditions as Condition[] | undefined;
+    for (const c of o.conditions) conditions = setCondition(conditions, c, generation);
+    conditions = setCondition(
+      conditions,
+      { type: 'Reconciled', status: 'True', reason: 'Applied', message: 'owned objects match the spec' },
+      generation,
+    );
+    const { conditions: _c, ...rest } = o;
+    return { ...s, ...rest, conditions, observedGeneration: generation };
+  });
+  converged &&= o.phase === 'Ready';
+  // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
+  return converged ? done : retryAfter(2000, 'Converging');
+};

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import {
+  CoreV1Api,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import type { RedisCluster } from '../api/generated.ts';
+import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
+import { TemporaryError, TerminalError } from '../runtime/handler.ts';
+import { generatedAuthSecretFor } from './desired.ts';
+import { LABEL, namesOf, type Role, selectorLabels } from './names.ts';
+
+/** The cluster's pods, as the StatefulSet made them. */
+export const listPods = async (kc: KubeConfig, rc: RedisCluster): Promise<V1Pod[]> => {
+  const n = namesOf(rc);
+  const selector = Object.entries(selectorLabels(n.name))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  return (
+    await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: n.namespace, labelSelector: selector })
+  ).items;
+};
+
+/**
+ * The cluster's password, from its Secret (key `password`). A generated Secret is created on
+ * first use; a user-named one that is missing is the user's to create: wait for it.
+ */
+export const readPassword = async (kc: KubeConfig, rc: RedisCluster, create: boolean): Promise<string> => {
+  const core = kc.makeApiClient(CoreV1Api);
+  const n = namesOf(rc);
+  const read = async () => {
+    const s = await core.readNamespacedSecret({ namespace: n.namespace, name: n.authSecret });
+    const b64 = s.data?.password;
+    if (!b64) throw new TerminalError('AuthSecretInvalid', `Secret ${n.authSecret} has no key "password"`);
+    return Buffer.from(b64, 'base64').toString();
+  };
+  try {
+    return await read();
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    if (!n.generatedAuthSecret || !create)
+      throw new TemporaryError(
+        'AuthSecretMissing',
+        `Secret ${n.authSecret} (spec.auth.secretName) does not exist yet`,
+        10_000,
+      );
+  }
+  try {
+    await core.createNamespacedSecret({
+      namespace: n.namespace,
+      body: generatedAuthSecretFor(rc, randomBytes(24).toString('base64url')),
+    });
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  }
+  return read();
+};
+
+/** Sets (or removes) the role label of one pod; the Services follow it. */
+export const labelPod = async (kc: KubeConfig, namespace: string, pod: string, role: Role | null) => {
+  await kc.makeApiClient(CoreV1Api).patchNamespacedPod(
+    { namespace, name: pod, body: { metadata: { labels: { [LABEL.role]: role } } } },
+    // A JSON merge patch: null removes the label.
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+};

@@ -1,0 +1,111 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { RedisCluster, RedisClusterStatus } from '../api/generated.ts';
+import type { ConditionInput } from '../kube/conditions.ts';
+import { REDIS_PORT } from './names.ts';
+import type { Instance } from './probe.ts';
+
+type Observed = Pick<
+  RedisClusterStatus,
+  'phase' | 'master' | 'replicas' | 'readyReplicas' | 'ready' | 'version' | 'nodes'
+> & { conditions: ConditionInput[] };
+
+/** Container states that will not get better by waiting: shown as a reason, not as Pending. */
+const STUCK = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'CrashLoopBackOff',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
+
+export const stuckPods = (pods: readonly V1Pod[]) =>
+  pods.flatMap((p) =>
+    (p.status?.containerStatuses ?? [])
+      .filter((c) => c.state?.waiting?.reason && STUCK.has(c.state.waiting.reason))
+      .map((c) => ({
+        pod: p.metadata?.name ?? '',
+        reason: c.state?.waiting?.reason ?? '',
+        message: c.state?.waiting?.message ?? '',
+      })),
+  );
+
+/**
+ * What the cluster is, from the servers themselves: an instance counts as ready when its pod is
+ * Ready and it plays its part — the master is a master, a replica follows the master with its
+ * link up. Ready means every desired instance does; Degraded that the master serves but not all.
+ */
+export const observe = (
+  rc: RedisCluster,
+  instances: readonly Instance[],
+  master: string | undefined,
+  pods: readonly V1Pod[],
+): Observed => {
+  const desired = rc.spec.replicas ?? 3;
+  const m = instances.find((i) => i.pod === master);
+  const masterServes = m?.replication?.role === 'master' && m.podReady;
+  const nodes = instances
+    .filter((i) => i.ordinal < Math.max(desired, (m?.ordinal ?? 0) + 1))
+    .map((i) => {
+      const r = i.replication;
+      const isMaster = i.pod === master;
+      const follows =
+        r?.role === 'replica' &&
+        r.linkUp &&
+        !r.syncInProgress &&
+        r.masterHost === m?.ip &&
+        r.masterPort === REDIS_PORT;
+      const ready = i.podReady && (isMaster ? r?.role === 'master' : follows);
+      return {
+        pod: i.pod,
+        role: isMaster ? ('master' as const) : ('replica' as const),
+        ready,
+        ...(r ? { replicationOffset: r.offset } : {}),
+        ...(!isMaster && r && m?.replication
+          ? { lagBytes: Math.max(0, m.replication.offset - r.offset) }
+          : {}),
+      };
+    });
+  const readyReplicas = nodes.filter((n) => n.ready).length;
+  const versions = [...new Set(instances.filter((i) => i.version).map((i) => i.version))];
+  const stuck = stuckPods(pods);
+  const phase: NonNullable<RedisClusterStatus['phase']> =
+    masterServes && readyReplicas >= desired
+      ? 'Ready'
+      : !rc.status?.master ||
+          rc.status.phase === 'Creating' ||
+          rc.status.phase === 'Pending' ||
+          !rc.status.phase
+        ? stuck.length > 0
+          ? 'Failed'
+          : 'Creating'
+        : 'Degraded';
+  const conditions: ConditionInput[] = [
+    phase === 'Ready'
+      ? {
+          type: 'Ready',
+          status: 'True',
+          reason: 'AllInstancesReady',
+          message: `${readyReplicas}/${desired} instances ready; master ${master}`,
+        }
+      : {
+          type: 'Ready',
+          status: 'False',
+          reason: stuck[0]?.reason ?? (masterServes ? 'InstancesNotReady' : 'MasterNotReady'),
+          message: stuck.length
+            ? stuck.map((s) => `${s.pod}: ${s.reason}${s.message ? ` (${s.message})` : ''}`).join('; ')
+            : `${readyReplicas}/${desired} instances ready${masterServes ? '' : `; master ${master ?? '(none yet)'} is not serving`}`,
+        },
+  ];
+  return {
+    phase,
+    ...(master ? { master } : {}),
+    replicas: desired,
+    readyReplicas,
+    ready: `${readyReplicas}/${desired}`,
+    ...(m?.version ? { version: versions.length > 1 ? versions.join(',') : m.version } : {}),
+    nodes,
+    conditions,
+  };
+};

@@ -1,0 +1,207 @@
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisCluster } from '../../shared/api/generated.ts';
+import { findCondition } from '../../shared/kube/conditions.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { connectRedis } from '../../shared/redis/client.ts';
+import { bed, createNamespace, sleep, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
+import { spawnWorker, type Worker } from '../support/functions.ts';
+
+const RDC = TIDEWAY_KINDS.RedisCluster;
+const SERVERLESS = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'serverless.yml');
+
+/**
+ * RedisClusters end to end with the product's own functions (serverless.yml), two replicas of
+ * each, on the test bed: real StatefulSet controller, real pods running redis-server, real
+ * Services through kube-proxy.
+ */
+describe('redis cluster', () => {
+  const b = bed();
+  let ns = '';
+  const workers: Worker[] = [];
+
+  const get = async (name: string) =>
+    (await b.custom.getNamespacedCustomObject({ ...RDC, namespace: ns, name })) as RedisCluster;
+  const apply = (name: string, spec: Record<string, unknown>) =>
+    b.kubectlIn(
+      JSON.stringify({
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'RedisCluster',
+        metadata: { name, namespace: ns },
+        spec,
+      }),
+      'apply',
+      '--server-side',
+      '--field-manager=test-user',
+      '-f',
+      '-',
+    );
+  const pods = async (name: string) =>
+    (
+      await b.core.listNamespacedPod({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${name}` })
+    ).items.sort((x, y) => (x.metadata?.name ?? '').localeCompare(y.metadata?.name ?? ''));
+  const readyCluster = (name: string, timeoutMs = 180_000) =>
+    until(
+      `${name} Ready`,
+      async () => {
+        const rc = await get(name);
+        return rc.status?.phase === 'Ready' && rc.status.observedGeneration === rc.metadata.generation
+          ? rc
+          : undefined;
+      },
+      timeoutMs,
+      500,
+    );
+  const password = async (name: string) =>
+    Buffer.from(
+      (await b.core.readNamespacedSecret({ namespace: ns, name: `${name}-auth` })).data?.password ?? '',
+      'base64',
+    ).toString();
+  const redisAt = async (ip: string, pw: string) => connectRedis({ host: ip, port: 6379, password: pw });
+  const ipOf = (p: V1Pod | undefined) => p?.status?.podIP ?? '';
+
+  beforeAll(async () => {
+    await installCrds(b.info);
+    ns = await createNamespace(b.core, 'redis');
+    const env = {
+      NATS_URL: b.info.natsUrl,
+      KUBECONFIG: b.info.kubeconfig,
+      TIDEWAY_WATCH_NAMESPACE: ns,
+      TIDEWAY_LEASE_DURATION: '5s',
+    };
+    workers.push(spawnWorker('watcher', { ...env, TIDEWAY_WATCHER_ID: 'redis-test' }, SERVERLESS));
+    for (let r = 0; r < 2; r++)
+      workers.push(spawnWorker('reconcile', { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+  });
+
+  it('makes a 3-instance cluster Ready; writes on the master reach both replicas', async () => {
+    await apply('cache', { version: '7.0', replicas: 3 });
+    const rc = await readyCluster('cache');
+    expect(rc.status).toMatchObject({ replicas: 3, readyReplicas: 3, ready: '3/3', master: 'cache-0' });
+    expect(rc.status?.version).toMatch(/^7\.0\./);
+    expect(findCondition(rc.status?.conditions as never, 'Reconciled')).toMatchObject({ status: 'True' });
+    const ps = await pods('cache');
+    expect(ps.map((p) => p.metadata?.labels?.['tideway.dev/role'])).toEqual(['master', 'replica', 'replica']);
+
+    const pw = await password('cache');
+    const master = await redisAt(ipOf(ps[0]), pw);
+    try {
+      for (let i = 0; i < 100; i++) await master.command('SET', `k${i}`, `v${i}`);
+      expect(await master.command('WAIT', 2, 5000)).toBe(2);
+    } finally {
+      master.close();
+    }
+    for (const p of ps.slice(1)) {
+      const r = await redisAt(ipOf(p), pw);
+      try {
+        expect(await r.command('GET', 'k99')).toBe('v99');
+        await expect(r.command('SET', 'x', '1')).rejects.toThrow(/READONLY/);
+      } finally {
+        r.close();
+      }
+    }
+    // The printer columns tell the same story.
+    const table = await b.kubectl('get', 'rdc', '-n', ns, 'cache', '--no-headers');
+    expect(table).toMatch(/^cache\s+7\.0\.\d+\s+3\/3\s+cache-0\s+Ready\s+/);
+  });
+
+  it('routes the master Service to the master and the replicas Service to replicas', async () => {
+    const svc = await b.core.readNamespacedService({ namespace: ns, name: 'cache' });
+    const pw = await password('cache');
+    const viaService = await redisAt(svc.spec?.clusterIP ?? '', pw);
+    try {
+      expect(await viaService.command('SET', 'via', 'service')).toBe('OK');
+      expect(String(await viaService.command('ROLE'))).toMatch(/^master/);
+    } finally {
+      viaService.close();
+    }
+  });
+
+  it('undoes drift: a deleted Service comes back, an edited StatefulSet is set back', async () => {
+    await b.core.deleteNamespacedService({ namespace: ns, name: 'cache-replicas' });
+    await b.apps.patchNamespacedStatefulSetScale({
+      namespace: ns,
+      name: 'cache',
+      body: [{ op: 'replace', path: '/spec/replicas', value: 1 }],
+    });
+    await until(
+      'the Service is back',
+      () =>
+        b.core.readNamespacedService({ namespace: ns, name: 'cache-replicas' }).then(
+          () => true,
+          () => undefined,
+        ),
+      60_000,
+      500,
+    );
+    await until(
+      'the StatefulSet has 3 replicas again',
+      async () =>
+        (await b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'cache' })).spec?.replicas === 3
+          ? true
+          : undefined,
+      60_000,
+      500,
+    );
+    await readyCluster('cache');
+  });
+
+  it('refuses a bad config edit without touching what runs', async () => {
+    // The CRD's CEL rule refuses owned directives outright...
+    await expect(apply('cache', { version: '7.0', replicas: 3, config: { port: '7000' } })).rejects.toThrow(
+      /directives Tideway owns/,
+    );
+    // ...and an unknown image shows up as a reason on the object instead of a silent Pending.
+    await apply('broken', { image: 'example.com/no-such-image:1', replicas: 1 });
+    const rc = await until(
+      'a reason for the broken cluster',
+      async () => {
+        const c = findCondition((await get('broken')).status?.conditions as never, 'Ready');
+        return c && /Image|Container/.test(c.reason) ? c : undefined;
+      },
+      90_000,
+      500,
+    );
+    expect(rc.message).toContain('broken-0');
+    expect((await get('cache')).status?.phase).toBe('Ready');
+  });
+
+  it('deletes what it owns with the cluster, leaving no process behind', async () => {
+    await b.custom.deleteNamespacedCustomObject({ ...RDC, namespace: ns, name: 'broken' });
+    const before = (await pods('cache')).map((p) => p.metadata?.uid);
+    expect(before).toHaveLength(3);
+    await b.custom.deleteNamespacedCustomObject({ ...RDC, namespace: ns, name: 'cache' });
+    await until(
+      'the cluster is gone',
+      () =>
+        get('cache').then(
+          () => undefined,
+          () => true,
+        ),
+      120_000,
+      500,
+    );
+    // The finalizer held the object until the last pod was gone.
+    expect(await pods('cache')).toEqual([]);
+    await until(
+      'owned Services collected',
+      async () =>
+        (await b.core.listNamespacedService({ namespace: ns })).items.some((s) =>
+          s.metadata?.name?.startsWith('cache'),
+        )
+          ? undefined
+          : true,
+      60_000,
+      500,
+    );
+    await sleep(0);
+  });
+});
