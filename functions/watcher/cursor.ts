@@ -10,6 +10,8 @@ export const zCursorEntry = z.object({
   uid: z.string(),
   rv: z.string(),
   generation: z.number().optional(),
+  /** The object's fingerprint when last announced (kinds that have one). */
+  fp: z.string().optional(),
 });
 export type CursorEntry = z.infer<typeof zCursorEntry>;
 

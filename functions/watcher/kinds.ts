@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 
 /** What the watcher lists and watches, and which object an event is about. */
@@ -9,6 +10,12 @@ export type Watched = {
   labelSelector?: string;
   /** The object events are about: itself, or (pods) the RedisCluster they belong to. */
   about: (o: KubeObj) => { kind: string; namespace: string; name: string } | undefined;
+  /**
+   * What makes a change worth announcing; a change that keeps it (a status write) is not
+   * published, so a function writing status does not trigger itself (GenerationChangedPredicate,
+   * plus metadata). Without it every change is announced (owned objects: a pod's status matters).
+   */
+  fingerprint?: (o: KubeObj) => string;
 };
 
 export type KubeObj = {
@@ -22,6 +29,16 @@ export type KubeObj = {
     labels?: Record<string, string>;
   };
   [k: string]: unknown;
+};
+
+const specAndMeta = (o: KubeObj) => {
+  const m = o.metadata as Record<string, unknown> | undefined;
+  return createHash('sha256')
+    .update(
+      JSON.stringify([m?.generation, m?.labels, m?.annotations, m?.finalizers, m?.deletionTimestamp ?? null]),
+    )
+    .digest('base64url')
+    .slice(0, 16);
 };
 
 const self =
@@ -53,6 +70,7 @@ export const WATCHED: readonly Watched[] = [
     plural: t.plural,
     path: `/apis/${t.group}/${t.version}/${t.plural}`,
     about: self(t.kind),
+    fingerprint: specAndMeta,
   })),
   // What Tideway makes for its clusters: a change (or a delete: drift) of one is a change of its
   // cluster (controller-runtime's Owns). Selected by label, so nothing else is listed.

@@ -178,3 +178,23 @@ describe('watcher sync', () => {
     expect([...last.values()].every((rv) => rv === '5')).toBe(true);
   });
 });
+
+describe('watcher sync, status-only changes', () => {
+  it('does not announce a change that only touched status, but does announce spec and metadata changes', async () => {
+    const { publisher, sync } = setup();
+    const rc = (rv: string, generation: number, extra: Record<string, unknown> = {}): KubeObj => ({
+      metadata: { name: 'a', namespace: 'ns', uid: 'u', resourceVersion: rv, generation, ...extra },
+    });
+    sync.observe(rdc, 'ADDED', rc('1', 1));
+    await sync.idle();
+    sync.observe(rdc, 'MODIFIED', rc('2', 1)); // a function wrote status
+    await sync.idle();
+    sync.observe(rdc, 'MODIFIED', rc('3', 2)); // the user changed spec
+    await sync.idle();
+    sync.observe(rdc, 'MODIFIED', rc('4', 2, { labels: { team: 'x' } }));
+    await sync.idle();
+    sync.list(rdc, [rc('4', 2, { labels: { team: 'x' } })]); // a relist finds nothing new
+    await sync.idle();
+    expect(publisher.seen()).toEqual(['added a@1', 'updated a@3', 'updated a@4']);
+  });
+});

@@ -121,7 +121,10 @@ export const createSync = (o: SyncOptions): Sync => {
     }
     const rv = p.obj.metadata?.resourceVersion ?? '';
     if (now && now.rv === rv) return;
-    await emit({ type: now ? 'updated' : 'added', watched: p.watched, obj: p.obj });
+    const fp = p.watched.fingerprint?.(p.obj);
+    // A status-only change is remembered, not announced.
+    if (!now || fp === undefined || now.fp !== fp)
+      await emit({ type: now ? 'updated' : 'added', watched: p.watched, obj: p.obj });
     const m = p.obj.metadata ?? {};
     const entry: CursorEntry = {
       kind: p.watched.kind,
@@ -130,6 +133,7 @@ export const createSync = (o: SyncOptions): Sync => {
       uid,
       rv,
       ...(m.generation !== undefined ? { generation: m.generation } : {}),
+      ...(fp !== undefined ? { fp } : {}),
     };
     await o.store.put(key, entry);
     cursor.set(key, entry);

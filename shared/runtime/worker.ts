@@ -94,6 +94,9 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   if (process.channel) {
     process.channel.unref();
     process.on('disconnect', () => void shutdown('supervisor gone'));
+    // And if the channel's end is missed, being re-parented says the same.
+    const parent = process.ppid;
+    setInterval(() => process.ppid !== parent && void shutdown('supervisor gone'), 1000).unref();
   }
 };
 

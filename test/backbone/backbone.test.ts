@@ -140,7 +140,8 @@ describe('event backbone', () => {
     await Promise.all(names.map((n) => create(n)));
     const doomed = names.slice(40);
     for (let round = 1; round <= 20; round++) {
-      await Promise.all(names.map((n) => bump(n, round)));
+      // After round 14 the doomed objects are gone: bump only what exists.
+      await Promise.all((round > 14 ? names.slice(0, 40) : names).map((n) => bump(n, round)));
       if (round === 8) await watcher?.kill();
       if (round === 14) {
         for (const n of doomed) await custom.deleteNamespacedCustomObject({ ...RDC, namespace: ns, name: n });
