@@ -44,8 +44,10 @@ export const startFunctions = (o: {
       detached: true,
       stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit', 'ipc'],
       env: {
-        ...process.env,
+        // Not a parent's IPC settings (a supervisor started by another Node program inherits them).
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('NODE_CHANNEL_'))),
         ...o.env,
+        TIDEWAY_SUPERVISED: '1',
         TIDEWAY_SERVERLESS: resolve(o.serverlessFile),
         TIDEWAY_REPLICA: String(replica),
       },

@@ -91,10 +91,12 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // Started by a supervisor (tideway run, npm start): its death closes the IPC channel.
-  if (process.channel) {
-    process.channel.unref();
-    process.on('disconnect', () => void shutdown('supervisor gone'));
-    // And if the channel's end is missed, being re-parented says the same.
+  if (env.TIDEWAY_SUPERVISED === '1') {
+    if (process.channel) {
+      process.channel.unref();
+      process.on('disconnect', () => void shutdown('supervisor gone'));
+    }
+    // Being re-parented says the same, whatever became of the channel.
     const parent = process.ppid;
     setInterval(() => process.ppid !== parent && void shutdown('supervisor gone'), 1000).unref();
   }
