@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import type { KubeObject } from '../../shared/kube/status.ts';
 
 /** What the watcher lists and watches, and which object an event is about. */
 export type Watched = {
@@ -18,18 +19,7 @@ export type Watched = {
   fingerprint?: (o: KubeObj) => string;
 };
 
-export type KubeObj = {
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    generation?: number;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-  };
-  [k: string]: unknown;
-};
+export type KubeObj = KubeObject;
 
 const specAndMeta = (o: KubeObj) => {
   const m = o.metadata as Record<string, unknown> | undefined;

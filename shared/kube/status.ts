@@ -2,13 +2,16 @@ import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { isConflict } from './errors.ts';
 import type { ObjectKey, ResourceType } from './resources.ts';
 
+/** The parts of any Kubernetes object Tideway's generic code reads. */
 export type KubeObject = {
+  kind?: string;
   metadata?: {
     name?: string;
     namespace?: string;
     uid?: string;
     generation?: number;
     resourceVersion?: string;
+    labels?: Record<string, string>;
   };
   status?: Record<string, unknown>;
   [k: string]: unknown;

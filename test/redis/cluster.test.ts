@@ -6,7 +6,7 @@ import type { RedisCluster } from '../../shared/api/generated.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { connectRedis } from '../../shared/redis/client.ts';
-import { bed, createNamespace, sleep, until } from '../support/bed.ts';
+import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import { spawnWorker, type Worker } from '../support/functions.ts';
 
@@ -202,6 +202,5 @@ describe('redis cluster', () => {
       60_000,
       500,
     );
-    await sleep(0);
   });
 });
