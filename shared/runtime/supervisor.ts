@@ -47,7 +47,7 @@ export const startFunctions = (o: {
         // Not a parent's IPC settings (a supervisor started by another Node program inherits them).
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('NODE_CHANNEL_'))),
         ...o.env,
-        TIDEWAY_SUPERVISED: '1',
+        TIDEWAY_SUPERVISOR_PID: String(process.pid),
         TIDEWAY_SERVERLESS: resolve(o.serverlessFile),
         TIDEWAY_REPLICA: String(replica),
       },

@@ -20,6 +20,8 @@ const zEnv = z.object({
   TIDEWAY_SERVERLESS: z.string().default('serverless.yml'),
   TIDEWAY_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   TIDEWAY_REPLICA: z.string().default('0'),
+  /** Set by the supervisor: the parent this worker must outlive by no more than a second. */
+  TIDEWAY_SUPERVISOR_PID: z.coerce.number().int().positive().optional(),
 });
 
 /**
@@ -37,6 +39,21 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     process.exit(78);
   }
   const e = parsed.data;
+  // A supervisor that dies (SIGKILL, OOM) cannot stop its workers: they notice by themselves,
+  // from the first moment on, since it may die while they are still starting.
+  let supervisorGone = false;
+  let onSupervisorGone: () => void = () => process.exit(0);
+  if (e.TIDEWAY_SUPERVISOR_PID) {
+    const gone = () => {
+      if (supervisorGone) return;
+      supervisorGone = true;
+      log.warn('supervisor gone; stopping');
+      onSupervisorGone();
+    };
+    process.channel?.unref();
+    process.on('disconnect', gone);
+    setInterval(() => process.ppid !== e.TIDEWAY_SUPERVISOR_PID && gone(), 500).unref();
+  }
   const file = resolve(e.TIDEWAY_SERVERLESS);
   const config = await loadServerless(file);
   const fn = config.functions[name];
@@ -90,16 +107,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  // Started by a supervisor (tideway run, npm start): its death closes the IPC channel.
-  if (env.TIDEWAY_SUPERVISED === '1') {
-    if (process.channel) {
-      process.channel.unref();
-      process.on('disconnect', () => void shutdown('supervisor gone'));
-    }
-    // Being re-parented says the same, whatever became of the channel.
-    const parent = process.ppid;
-    setInterval(() => process.ppid !== parent && void shutdown('supervisor gone'), 1000).unref();
-  }
+  onSupervisorGone = () => void shutdown('supervisor gone');
 };
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
