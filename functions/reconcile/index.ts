@@ -1,12 +1,8 @@
-import { CustomObjectsApi, EventsV1Api } from '@kubernetes/client-node';
+import { EventsV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
-import { type RedisCluster, zRedisCluster } from '../../shared/api/generated.ts';
 import { serverSideApply } from '../../shared/kube/apply.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
-import { isNotFound } from '../../shared/kube/errors.ts';
 import { eventRecorder } from '../../shared/kube/events.ts';
-import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { updateStatus } from '../../shared/kube/status.ts';
 import {
   authConfSecretFor,
   configMapFor,
@@ -17,20 +13,13 @@ import {
 } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
+import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { FIELD_MANAGER } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
 import { onInstance, probeInstances } from '../../shared/rediscluster/probe.ts';
 import { ConfigRejected } from '../../shared/rediscluster/redis-conf.ts';
-import {
-  done,
-  type HandlerContext,
-  type Outcome,
-  retryAfter,
-  terminal,
-} from '../../shared/runtime/handler.ts';
-
-const RDC = TIDEWAY_KINDS.RedisCluster;
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 
 /**
  * reconcile: makes a RedisCluster's world match its spec — owned objects by server-side apply,
@@ -39,32 +28,10 @@ const RDC = TIDEWAY_KINDS.RedisCluster;
  * re-read, and running it twice changes nothing.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
-  const e = event as unknown as Record<string, string | undefined>;
-  if (e.kind !== 'RedisCluster' || !e.namespace || !e.name) return done;
-  const custom = ctx.kube.makeApiClient(CustomObjectsApi);
-  let raw: unknown;
-  try {
-    raw = await custom.getNamespacedCustomObject({ ...RDC, namespace: e.namespace, name: e.name });
-  } catch (error) {
-    if (isNotFound(error)) return done; // gone: its owned objects go with it
-    throw error;
-  }
-  const parsed = zRedisCluster.safeParse(raw);
-  if (!parsed.success)
-    return terminal(
-      'InvalidSpec',
-      parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
-    );
-  const rc = parsed.data;
-  const key = { namespace: e.namespace, name: e.name };
+  const loaded = await loadCluster(event, ctx);
+  if (isOutcome(loaded)) return loaded;
+  const { rc, key, regarding, writeStatus } = loaded;
   const generation = rc.metadata.generation;
-  const writeStatus = (
-    mutate: (s: NonNullable<RedisCluster['status']>) => NonNullable<RedisCluster['status']>,
-  ) =>
-    updateStatus<RedisCluster>(custom, RDC, key, (o) => {
-      const next = mutate({ ...(o.status ?? {}) });
-      return JSON.stringify(next) === JSON.stringify(o.status ?? {}) ? undefined : next;
-    });
 
   if (rc.metadata.deletionTimestamp) {
     if (rc.status?.phase !== 'Deleting') await writeStatus((s) => ({ ...s, phase: 'Deleting' }));
@@ -76,7 +43,6 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   }
 
   const recorder = eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/reconcile', ctx.function);
-  const regarding = { apiVersion: rc.apiVersion, kind: rc.kind, ...key, uid: rc.metadata.uid ?? '' };
   const apply = serverSideApply(ctx.kube, FIELD_MANAGER);
 
   const password = await readPassword(ctx.kube, rc, true);

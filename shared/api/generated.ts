@@ -219,6 +219,16 @@ export const zRedisClusterStatus = z.looseObject({
     name: z.string().optional(),
     completedAt: z.string().optional(),
   }).optional(),
+  failover: z.looseObject({
+    masterUnreachableSince: z.string().optional(),
+    last: z.looseObject({
+      from: z.string().max(253).optional(),
+      to: z.string().max(253).optional(),
+      at: z.string().optional(),
+      reason: z.string().max(128).optional(),
+    }).optional(),
+    count: z.number().int().min(0).optional(),
+  }).optional(),
   conditions: z.array(z.looseObject({
     type: z.string().max(64),
     status: z.enum(["True","False","Unknown"]),

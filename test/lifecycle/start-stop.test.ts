@@ -8,10 +8,15 @@ import { until } from '../../infra/testbed/wait.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const envFile = join(root, '.tideway', 'local', 'env');
-/** Function processes still running (npm start's workers must all be gone after Ctrl-C). */
+/** Function processes still running, with parent and age: none may outlive what started them. */
 const workers = () =>
-  execFileSync('bash', ['-c', 'pgrep -f "shared/runtime/worker.ts" || true'], { encoding: 'utf8' })
+  execFileSync(
+    'bash',
+    ['-c', 'for p in $(pgrep -f "shared/runtime/worker.ts"); do ps -o pid=,ppid=,etimes=,args= -p $p; done'],
+    { encoding: 'utf8' },
+  )
     .split('\n')
+    .map((l) => l.trim())
     .filter(Boolean);
 const ipForward = () => readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
 
@@ -20,6 +25,7 @@ const ipForward = () => readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').tr
 describe('test bed lifecycle', () => {
   it('left nothing behind after the e2e suite', async () => {
     expect(await findLeftovers()).toEqual([]);
+    expect(workers()).toEqual([]);
   });
 
   it('npm start writes the env file when ready, and Ctrl-C stops everything', async () => {

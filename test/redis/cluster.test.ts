@@ -3,6 +3,9 @@ import { fileURLToPath } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../../shared/api/generated.ts';
+import { connectBus } from '../../shared/bus/connect.ts';
+import { fromMessage } from '../../shared/events/nats-binding.ts';
+import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { connectRedis } from '../../shared/redis/client.ts';
@@ -73,8 +76,9 @@ describe('redis cluster', () => {
       TIDEWAY_LEASE_DURATION: '5s',
     };
     workers.push(spawnWorker('watcher', { ...env, TIDEWAY_WATCHER_ID: 'redis-test' }, SERVERLESS));
-    for (let r = 0; r < 2; r++)
-      workers.push(spawnWorker('reconcile', { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+    for (const fn of ['reconcile', 'health'])
+      for (let r = 0; r < 2; r++)
+        workers.push(spawnWorker(fn, { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
   });
 
   afterAll(async () => {
@@ -172,6 +176,123 @@ describe('redis cluster', () => {
     );
     expect(rc.message).toContain('broken-0');
     expect((await get('cache')).status?.phase).toBe('Ready');
+  });
+
+  it('fails over when the master is held down: no acknowledged write lost, the old master rejoins as a replica', async () => {
+    const pw = await password('cache');
+    const before = await readyCluster('cache');
+    const oldMaster = before.status?.master ?? '';
+    const ps = await pods('cache');
+    const oldIp = ipOf(ps.find((p) => p.metadata?.name === oldMaster));
+    // Writes acknowledged by a replica (WAIT 1) right up to the fault.
+    const acked: string[] = [];
+    const m = await redisAt(oldIp, pw);
+    try {
+      for (let i = 0; i < 300; i++) {
+        await m.command('SET', `fo${i}`, `v${i}`);
+        if (Number(await m.command('WAIT', 1, 1000)) >= 1) acked.push(`fo${i}`);
+      }
+    } finally {
+      m.close();
+    }
+    expect(acked.length).toBe(300);
+
+    const svc = await b.core.readNamespacedService({ namespace: ns, name: 'cache' });
+    const downAt = performance.now();
+    await b.faults.holdDownPod(ns, oldMaster);
+    // Writes through the master Service, until one is accepted by a master that is not the old one.
+    await until(
+      'writes accepted through the master Service',
+      async () => {
+        const c = await connectRedis({
+          host: svc.spec?.clusterIP ?? '',
+          port: 6379,
+          password: pw,
+          connectTimeoutMs: 300,
+          commandTimeoutMs: 300,
+        }).catch(() => undefined);
+        if (!c) return undefined;
+        try {
+          return (await c.command('SET', 'after-failover', '1')) === 'OK' ? true : undefined;
+        } catch {
+          return undefined;
+        } finally {
+          c.close();
+        }
+      },
+      60_000,
+      100,
+    );
+    const failoverMs = performance.now() - downAt;
+    process.stdout.write(
+      `[redis] failover: master down → writes accepted in ${(failoverMs / 1000).toFixed(2)} s\n`,
+    );
+
+    const rc = await get('cache');
+    const newMaster = rc.status?.master ?? '';
+    expect(newMaster).not.toBe(oldMaster);
+    expect(rc.status?.failover?.last).toMatchObject({
+      from: oldMaster,
+      to: newMaster,
+      reason: 'MasterUnreachable',
+    });
+    const nip = ipOf((await pods('cache')).find((p) => p.metadata?.name === newMaster));
+    const n = await redisAt(nip, pw);
+    try {
+      const values = (await n.command('MGET', ...acked)) as (string | null)[];
+      expect(values.filter((v) => v === null)).toEqual([]);
+    } finally {
+      n.close();
+    }
+    // Recorded: a Kubernetes Event and a CloudEvent on the bus.
+    const events = await b.kubectl('get', 'events.events.k8s.io', '-n', ns, '-o', 'json');
+    expect(JSON.parse(events).items.some((e: { reason?: string }) => e.reason === 'Failover')).toBe(true);
+    const bus = await connectBus(b.info.natsUrl, 'test-failover');
+    try {
+      const msg = await bus.jsm.streams.getMessage(STREAM, {
+        last_by_subj: subjectFor('dev.tideway.cluster.failover', {
+          kind: 'RedisCluster',
+          namespace: ns,
+          name: 'cache',
+        }),
+      });
+      const ce = fromMessage(msg?.header, msg?.data ?? new Uint8Array());
+      expect(ce.data).toMatchObject({ from: oldMaster, to: newMaster });
+    } finally {
+      await bus.close();
+    }
+
+    // The old master comes back fenced and rejoins as a replica of the new one, with the data.
+    await b.faults.releasePod(ns, oldMaster);
+    const healed = await readyCluster('cache');
+    expect(healed.status?.master).toBe(newMaster);
+    const o = await redisAt(oldIp, pw);
+    try {
+      expect(String(await o.command('ROLE'))).toMatch(/^slave/);
+      await until(
+        'the old master has the new writes',
+        async () => ((await o.command('GET', 'after-failover')) === '1' ? true : undefined),
+        30_000,
+        200,
+      );
+      await expect(o.command('SET', 'x', '1')).rejects.toThrow(/READONLY/);
+    } finally {
+      o.close();
+    }
+    const labels = Object.fromEntries(
+      (await pods('cache')).map((p) => [p.metadata?.name, p.metadata?.labels?.['tideway.dev/role']]),
+    );
+    expect(labels[newMaster]).toBe('master');
+    expect(labels[oldMaster]).toBe('replica');
+    await until(
+      'Healthy again',
+      async () =>
+        findCondition((await get('cache')).status?.conditions as never, 'Healthy')?.status === 'True'
+          ? true
+          : undefined,
+      30_000,
+      500,
+    );
   });
 
   it('deletes what it owns with the cluster, leaving no process behind', async () => {

@@ -23,7 +23,15 @@ export const spawnWorker = (
   serverless = TEST_SERVERLESS,
 ): Worker => {
   const child: ChildProcess = spawn(process.execPath, [join(root, 'shared', 'runtime', 'worker.ts'), fn], {
-    env: { ...process.env, ...env, TIDEWAY_SERVERLESS: serverless, TIDEWAY_LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      ...env,
+      TIDEWAY_SERVERLESS: serverless,
+      TIDEWAY_LOG_LEVEL: 'warn',
+      // The test process is its supervisor: a worker a crashed or timed-out test run leaves
+      // behind stops by itself instead of consuming the next test's events.
+      TIDEWAY_SUPERVISOR_PID: String(process.pid),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,0 +1,84 @@
+import { EventsV1Api } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
+import { eventRecorder } from '../../shared/kube/events.ts';
+import { failOver } from '../../shared/rediscluster/failover.ts';
+import { hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
+import { assessHealth } from '../../shared/rediscluster/health.ts';
+import { listPods, readPassword } from '../../shared/rediscluster/kube.ts';
+import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
+import { observe } from '../../shared/rediscluster/observed.ts';
+import { probeInstances } from '../../shared/rediscluster/probe.ts';
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+
+/** Probes answer within this, or count as unreachable: a tick must not wait on a dead host. */
+const PROBE_TIMEOUT_MS = 1000;
+
+/**
+ * health: on the watcher's health ticks (and on changes of the cluster's pods, to notice a lost
+ * master at once), probes every instance, writes status.nodes and the Healthy and Ready
+ * conditions, and fails over when the master has been unreachable for spec.failover.after.
+ */
+export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  const loaded = await loadCluster(event, ctx);
+  if (isOutcome(loaded)) return loaded;
+  const { rc, writeStatus } = loaded;
+  // Creation and deletion are reconcile's: there is no master to watch over yet, or any more.
+  if (rc.metadata.deletionTimestamp || !hasFinalizer(rc) || !rc.status?.master) return done;
+
+  const password = await readPassword(ctx.kube, rc, false);
+  const pods = await listPods(ctx.kube, rc);
+  let instances = await probeInstances(rc.metadata.name, pods, password, PROBE_TIMEOUT_MS);
+  const now = ctx.clock();
+  const a = assessHealth(rc, instances, now);
+  let master = rc.status.master;
+
+  if (a.failover) {
+    const result = await failOver({
+      kube: ctx.kube,
+      cluster: loaded,
+      instances,
+      password,
+      decision: a.failover,
+      now,
+      log: ctx.log,
+      recorder: eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/health', ctx.function),
+      publisher: ctx.publisher,
+      source: event.source,
+    });
+    // Lost the compare-and-set: the record moved on; assess again from the new one.
+    if (!result.done) return retryAfter(200, 'MasterChanged');
+    master = a.failover.to;
+    instances = await probeInstances(
+      rc.metadata.name,
+      await listPods(ctx.kube, rc),
+      password,
+      PROBE_TIMEOUT_MS,
+    );
+  }
+
+  const o = observe(rc, instances, master, pods);
+  const healthy = a.failover
+    ? {
+        type: 'Healthy',
+        status: 'False' as const,
+        reason: 'FailedOver',
+        message: `master ${a.failover.from} was unreachable for ${rc.spec.failover?.after ?? '5s'}; ${a.failover.to} promoted`,
+      }
+    : a.healthy;
+  await writeStatus((s) => {
+    // Never write over a master someone else recorded meanwhile (a switchover by reconcile).
+    if ((s.master ?? undefined) !== master) return undefined;
+    let conditions = s.conditions as Condition[] | undefined;
+    for (const c of [...o.conditions, healthy])
+      conditions = setCondition(conditions, c, rc.metadata.generation);
+    const { conditions: _c, ...rest } = o;
+    const { failover: previous, ...others } = s;
+    const failover = { ...previous };
+    if (a.failover || !a.masterUnreachableSince) delete failover.masterUnreachableSince;
+    else failover.masterUnreachableSince = a.masterUnreachableSince;
+    return { ...others, ...rest, conditions, ...(Object.keys(failover).length ? { failover } : {}) };
+  });
+  if (a.failover) return retryAfter(1000, 'FailedOver'); // see the new topology settle
+  return a.recheckMs ? retryAfter(a.recheckMs, 'MasterUnreachable') : done;
+};

@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import type { RedisCluster } from '../api/generated.ts';
+import { assessHealth, bestReplica } from './health.ts';
+import type { Instance } from './probe.ts';
+
+const ip = (ordinal: number) => `10.0.0.${ordinal + 10}`;
+const master = (ordinal: number, offset: number): Instance => ({
+  pod: `r-${ordinal}`,
+  ordinal,
+  ip: ip(ordinal),
+  podReady: true,
+  terminating: false,
+  replication: { role: 'master', offset, replid: 'a', replicas: [] },
+});
+const replica = (
+  ordinal: number,
+  offset: number,
+  of = 0,
+  more: { syncInProgress?: boolean } = {},
+): Instance => ({
+  pod: `r-${ordinal}`,
+  ordinal,
+  ip: ip(ordinal),
+  podReady: true,
+  terminating: false,
+  replication: {
+    role: 'replica',
+    offset,
+    masterHost: ip(of),
+    masterPort: 6379,
+    linkUp: true,
+    syncInProgress: more.syncInProgress ?? false,
+    replid: 'a',
+  },
+});
+const down = (ordinal: number): Instance => ({
+  pod: `r-${ordinal}`,
+  ordinal,
+  ip: ip(ordinal),
+  podReady: false,
+  terminating: false,
+  error: 'connect ECONNREFUSED',
+});
+const cluster = (status: NonNullable<RedisCluster['status']>, failover = { enabled: true, after: '5s' }) =>
+  ({
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'RedisCluster',
+    metadata: { name: 'r', namespace: 'ns' },
+    spec: { version: '7.0', replicas: 3, failover },
+    status,
+  }) as unknown as RedisCluster;
+const now = new Date('2026-11-23T10:00:10Z');
+
+describe('assessHealth', () => {
+  it('is healthy when the master serves and every replica follows it in sync', () => {
+    const a = assessHealth(
+      cluster({ master: 'r-0' }),
+      [master(0, 100), replica(1, 100), replica(2, 90)],
+      now,
+    );
+    expect(a.healthy).toMatchObject({ status: 'True', reason: 'Replicating' });
+    expect(a.masterUnreachableSince).toBeUndefined();
+    expect(a.failover).toBeUndefined();
+  });
+
+  it('names what is wrong when a replica does not play its part', () => {
+    const a = assessHealth(
+      cluster({ master: 'r-0' }),
+      [master(0, 100), replica(1, 100, 2), replica(2, 90, 0, { syncInProgress: true })],
+      now,
+    );
+    expect(a.healthy).toMatchObject({ status: 'False', reason: 'ReplicaNotFollowing' });
+    expect(a.healthy.message).toContain('r-2 is syncing');
+  });
+
+  it('starts the failover clock when the master stops answering, and looks again before it runs out', () => {
+    const a = assessHealth(cluster({ master: 'r-0' }), [down(0), replica(1, 100), replica(2, 90)], now);
+    expect(a.masterUnreachableSince).toBe(now.toISOString());
+    expect(a.failover).toBeUndefined();
+    expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterUnreachable' });
+    expect(a.recheckMs).toBe(1000);
+  });
+
+  it('promotes the replica with the highest offset once failover.after has passed', () => {
+    const a = assessHealth(
+      cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:04Z' } }),
+      [down(0), replica(1, 90), replica(2, 100)],
+      now,
+    );
+    expect(a.failover).toEqual({ from: 'r-0', to: 'r-2', reason: 'MasterUnreachable' });
+    expect(a.masterUnreachableSince).toBe('2026-11-23T10:00:04Z');
+  });
+
+  it('waits out the rest of failover.after', () => {
+    const a = assessHealth(
+      cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:06Z' } }),
+      [down(0), replica(1, 90), replica(2, 100)],
+      now,
+    );
+    expect(a.failover).toBeUndefined();
+    expect(a.recheckMs).toBe(1000);
+    const later = assessHealth(
+      cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:05.700Z' } }),
+      [down(0), replica(1, 90)],
+      now,
+    );
+    expect(later.recheckMs).toBe(700);
+  });
+
+  it('does not fail over when failover is disabled or nobody could take over', () => {
+    const off = assessHealth(
+      cluster(
+        { master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } },
+        { enabled: false, after: '5s' },
+      ),
+      [down(0), replica(1, 90)],
+      now,
+    );
+    expect(off.failover).toBeUndefined();
+    expect(off.healthy.message).toContain('disabled');
+    const alone = assessHealth(
+      cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } }),
+      [down(0), down(1), replica(2, 5, 0, { syncInProgress: true })],
+      now,
+    );
+    expect(alone.failover).toBeUndefined();
+    expect(alone.healthy.message).toContain('no replica');
+  });
+
+  it('treats a master that answers as a fenced replica as reconcile’s to fix, not as down', () => {
+    const fenced = {
+      ...replica(0, 100),
+      replication: { ...replica(0, 100).replication!, linkUp: false },
+    } as Instance;
+    const a = assessHealth(cluster({ master: 'r-0' }), [fenced, replica(1, 100), replica(2, 100)], now);
+    expect(a.masterUnreachableSince).toBeUndefined();
+    expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterNotServing' });
+  });
+});
+
+describe('bestReplica', () => {
+  it('breaks an offset tie by the lowest ordinal, so every assessor picks the same', () => {
+    expect(bestReplica([down(0), replica(2, 100), replica(1, 100)], 'r-0')?.pod).toBe('r-1');
+  });
+});
