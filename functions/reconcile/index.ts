@@ -1,4 +1,4 @@
-import { EventsV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, EventsV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { serverSideApply } from '../../shared/kube/apply.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
@@ -14,11 +14,13 @@ import {
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
-import { FIELD_MANAGER } from '../../shared/rediscluster/names.ts';
+import { FIELD_MANAGER, ordinalOf } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
 import { onInstance, probeInstances } from '../../shared/rediscluster/probe.ts';
 import { ConfigRejected } from '../../shared/rediscluster/redis-conf.ts';
+import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
+import { switchover, switchoverTarget } from '../../shared/rediscluster/switchover.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 
 /**
@@ -65,14 +67,24 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const authConf = authConfSecretFor(rc, password);
   await apply(configMap);
   await apply(authConf);
-  await apply(statefulSetFor(rc, hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`)));
+  const desired = rc.spec.replicas ?? 3;
+  // Scaling down never takes the master away: the StatefulSet keeps it until it has handed over.
+  const masterOrdinal = rc.status?.master ? ordinalOf(rc.metadata.name, rc.status.master) : -1;
+  const stsReplicas = Math.max(desired, masterOrdinal + 1);
+  const sts = await apply(
+    statefulSetFor(
+      rc,
+      hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`),
+      stsReplicas,
+    ),
+  );
   for (const svc of servicesFor(rc)) await apply(svc);
   await apply(pdbFor(rc));
 
   const pods = await listPods(ctx.kube, rc);
   const instances = await probeInstances(rc.metadata.name, pods, password);
   const plan = planTopology(instances, rc.status?.master);
-  let converged = plan.commands.length === 0 && plan.labels.length === 0;
+  const converged = plan.commands.length === 0 && plan.labels.length === 0;
   const failed = new Set<string>();
   for (const c of plan.commands) {
     try {
@@ -102,18 +114,60 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), password)
       : instances;
   const o = observe(rc, after, plan.master, pods);
+  const inSync = converged && o.phase === 'Ready' && o.nodes?.every((n) => n.ready) === true;
+  const m = after.find((i) => i.pod === plan.master);
+
+  // At most one disruptive step per run, and only from a cluster in sync.
+  let step: RolloutStep = { kind: 'none' };
+  let progress = { reason: 'Applied', message: 'owned objects match the spec' };
+  if (stsReplicas > desired) {
+    const to = m && inSync ? switchoverTarget(after, m, (i) => i.ordinal < desired) : undefined;
+    const why = `scaling down to ${desired}: ${m?.pod} hands the master role over first`;
+    step =
+      m && to
+        ? { kind: 'switchover', from: m, to, why }
+        : { kind: 'wait', why: `${why}, once a replica is in sync` };
+    progress = { reason: 'ScalingDown', message: step.why };
+  } else {
+    step = planRollout({ sts, pods, instances: after, master: plan.master, desired, inSync });
+    if (step.kind !== 'none') progress = { reason: 'RollingUpdate', message: step.why };
+  }
+
   await writeStatus((s) => {
     let conditions = s.conditions as Condition[] | undefined;
     for (const c of o.conditions) conditions = setCondition(conditions, c, generation);
-    conditions = setCondition(
-      conditions,
-      { type: 'Reconciled', status: 'True', reason: 'Applied', message: 'owned objects match the spec' },
-      generation,
-    );
+    conditions = setCondition(conditions, { type: 'Reconciled', status: 'True', ...progress }, generation);
     const { conditions: _c, ...rest } = o;
     return { ...s, ...rest, conditions, observedGeneration: generation };
   });
-  converged &&= o.phase === 'Ready';
+
+  if (step.kind === 'switchover') {
+    await switchover({
+      kube: ctx.kube,
+      cluster: loaded,
+      instances: after,
+      password,
+      from: step.from,
+      to: step.to,
+      why: step.why,
+      log: ctx.log,
+      recorder,
+    });
+    return retryAfter(200, 'Switchover');
+  }
+  if (step.kind === 'deletePod') {
+    await ctx.kube.makeApiClient(CoreV1Api).deleteNamespacedPod({ namespace: key.namespace, name: step.pod });
+    ctx.log.info('rolling update', { pod: step.pod, why: step.why });
+    await recorder.record({
+      regarding,
+      type: 'Normal',
+      reason: 'RollingUpdate',
+      action: 'DeletePod',
+      note: step.why,
+    });
+    return retryAfter(1000, 'RollingUpdate');
+  }
+  if (step.kind === 'wait') return retryAfter(2000, progress.reason);
   // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
-  return converged ? done : retryAfter(2000, 'Converging');
+  return converged && o.phase === 'Ready' ? done : retryAfter(2000, 'Converging');
 };

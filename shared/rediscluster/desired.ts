@@ -69,7 +69,12 @@ export const authConfSecretFor = (rc: RedisCluster, password: string): V1Secret 
  * then a switchover); Parallel, so a replica does not wait for the master's readiness; PVCs kept
  * on scale-down and on delete (data is never removed by accident).
  */
-export const statefulSetFor = (rc: RedisCluster, configHash: string): V1StatefulSet => {
+export const statefulSetFor = (
+  rc: RedisCluster,
+  configHash: string,
+  /** More than spec.replicas while the master sits beyond the new size (see reconcile). */
+  replicas = rc.spec.replicas ?? 3,
+): V1StatefulSet => {
   const n = namesOf(rc);
   const sel = selectorLabels(n.name);
   const pt = rc.spec.podTemplate ?? {};
@@ -79,7 +84,7 @@ export const statefulSetFor = (rc: RedisCluster, configHash: string): V1Stateful
     kind: 'StatefulSet',
     metadata: meta(rc, n.statefulSet, 'server'),
     spec: {
-      replicas: rc.spec.replicas ?? 3,
+      replicas,
       serviceName: n.headlessService,
       podManagementPolicy: 'Parallel',
       updateStrategy: { type: 'OnDelete' },

@@ -156,4 +156,20 @@ describe('topology plan', () => {
     expect(plan.master).toBe('c-1');
     expect(plan.change?.reason).toBe('Adopted');
   });
+
+  it('adopts the master the recorded one follows: a switchover whose record was never written', () => {
+    const plan = planTopology(
+      [
+        replica('c-0', 0, 100, '10.0.0.11', 'master'),
+        master('c-1', 1, 100, 2, 'replica'),
+        replica('c-2', 2, 100, '10.0.0.10', 'replica'),
+      ],
+      'c-0',
+    );
+    expect(plan.master).toBe('c-1');
+    expect(plan.change).toEqual({ from: 'c-0', reason: 'Adopted' });
+    expect(plan.commands).toEqual([
+      { pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', '10.0.0.11', '6379'] },
+    ]);
+  });
 });

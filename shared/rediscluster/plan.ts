@@ -43,6 +43,19 @@ export const planTopology = (
     if (master) change = { from: statusMaster, reason: adopted ? 'Adopted' : 'Initial' };
   }
   let m = instances.find((i) => i.pod === master);
+  // The recorded master follows another master with its link up: a switchover whose record was
+  // not written (the function died in between). The servers agree with each other: adopt it.
+  const mr = m?.replication;
+  if (m && reachable(m) && mr?.role === 'replica' && mr.linkUp) {
+    const leader = instances.find(
+      (i) => i !== m && reachable(i) && i.ip === mr.masterHost && i.replication?.role === 'master',
+    );
+    if (leader) {
+      change = { from: master, reason: 'Adopted' };
+      master = leader.pod;
+      m = leader;
+    }
+  }
   // Only a master that came back fenced (a replica of nothing, after a restart) is compared: a
   // serving master is never behind its replicas.
   if (m && reachable(m) && m.replication?.role === 'replica' && !m.replication.linkUp) {

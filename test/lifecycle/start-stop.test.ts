@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -10,14 +10,18 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const envFile = join(root, '.tideway', 'local', 'env');
 /** Function processes still running, with parent and age: none may outlive what started them. */
 const workers = () =>
-  execFileSync(
-    'bash',
-    ['-c', 'for p in $(pgrep -f "shared/runtime/worker.ts"); do ps -o pid=,ppid=,etimes=,args= -p $p; done'],
-    { encoding: 'utf8' },
-  )
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean);
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((pid) => {
+      try {
+        const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+        if (!args.includes('shared/runtime/worker.ts')) return [];
+        const ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1];
+        return [`${pid} ${ppid} ${args}`];
+      } catch {
+        return []; // exited while we looked
+      }
+    });
 const ipForward = () => readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
 
 // Runs after the e2e suite (a separate vitest invocation, see scripts/test.ts), so its first

@@ -1,8 +1,4 @@
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisCluster } from '../../shared/api/generated.ts';
 import { connectBus } from '../../shared/bus/connect.ts';
 import { fromMessage } from '../../shared/events/nats-binding.ts';
 import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
@@ -11,10 +7,10 @@ import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { connectRedis } from '../../shared/redis/client.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
-import { spawnWorker, type Worker } from '../support/functions.ts';
+import type { Worker } from '../support/functions.ts';
+import { eventReasons, ipOf, redisAt, redisClusters, startRedisFunctions } from '../support/redis.ts';
 
 const RDC = TIDEWAY_KINDS.RedisCluster;
-const SERVERLESS = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'serverless.yml');
 
 /**
  * RedisClusters end to end with the product's own functions (serverless.yml), two replicas of
@@ -26,59 +22,14 @@ describe('redis cluster', () => {
   let ns = '';
   const workers: Worker[] = [];
 
-  const get = async (name: string) =>
-    (await b.custom.getNamespacedCustomObject({ ...RDC, namespace: ns, name })) as RedisCluster;
-  const apply = (name: string, spec: Record<string, unknown>) =>
-    b.kubectlIn(
-      JSON.stringify({
-        apiVersion: 'tideway.dev/v1alpha1',
-        kind: 'RedisCluster',
-        metadata: { name, namespace: ns },
-        spec,
-      }),
-      'apply',
-      '--server-side',
-      '--field-manager=test-user',
-      '-f',
-      '-',
-    );
-  const pods = async (name: string) =>
-    (
-      await b.core.listNamespacedPod({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${name}` })
-    ).items.sort((x, y) => (x.metadata?.name ?? '').localeCompare(y.metadata?.name ?? ''));
-  const readyCluster = (name: string, timeoutMs = 180_000) =>
-    until(
-      `${name} Ready`,
-      async () => {
-        const rc = await get(name);
-        return rc.status?.phase === 'Ready' && rc.status.observedGeneration === rc.metadata.generation
-          ? rc
-          : undefined;
-      },
-      timeoutMs,
-      500,
-    );
-  const password = async (name: string) =>
-    Buffer.from(
-      (await b.core.readNamespacedSecret({ namespace: ns, name: `${name}-auth` })).data?.password ?? '',
-      'base64',
-    ).toString();
-  const redisAt = async (ip: string, pw: string) => connectRedis({ host: ip, port: 6379, password: pw });
-  const ipOf = (p: V1Pod | undefined) => p?.status?.podIP ?? '';
+  const rdc = redisClusters(b, () => ns);
+  const { get, apply, pods, password } = rdc;
+  const readyCluster = rdc.ready;
 
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'redis');
-    const env = {
-      NATS_URL: b.info.natsUrl,
-      KUBECONFIG: b.info.kubeconfig,
-      TIDEWAY_WATCH_NAMESPACE: ns,
-      TIDEWAY_LEASE_DURATION: '5s',
-    };
-    workers.push(spawnWorker('watcher', { ...env, TIDEWAY_WATCHER_ID: 'redis-test' }, SERVERLESS));
-    for (const fn of ['reconcile', 'health'])
-      for (let r = 0; r < 2; r++)
-        workers.push(spawnWorker(fn, { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+    workers.push(...startRedisFunctions(b, ns, 'redis-test'));
   });
 
   afterAll(async () => {
@@ -175,7 +126,8 @@ describe('redis cluster', () => {
       500,
     );
     expect(rc.message).toContain('broken-0');
-    expect((await get('cache')).status?.phase).toBe('Ready');
+    // The full status on failure says which instance is not playing its part.
+    expect((await get('cache')).status).toMatchObject({ phase: 'Ready' });
   });
 
   it('fails over when the master is held down: no acknowledged write lost, the old master rejoins as a replica', async () => {
@@ -245,8 +197,7 @@ describe('redis cluster', () => {
       n.close();
     }
     // Recorded: a Kubernetes Event and a CloudEvent on the bus.
-    const events = await b.kubectl('get', 'events.events.k8s.io', '-n', ns, '-o', 'json');
-    expect(JSON.parse(events).items.some((e: { reason?: string }) => e.reason === 'Failover')).toBe(true);
+    expect(await eventReasons(b, ns, 'cache')).toContain('Failover');
     const bus = await connectBus(b.info.natsUrl, 'test-failover');
     try {
       const msg = await bus.jsm.streams.getMessage(STREAM, {

@@ -1,5 +1,5 @@
 import { CoordinationV1Api, CoreV1Api, type KubeConfig, V1MicroTime } from '@kubernetes/client-node';
-import { isNotFound } from '../../../shared/kube/errors.ts';
+import { isConflict, isNotFound } from '../../../shared/kube/errors.ts';
 
 const LEASE_NS = 'kube-node-lease';
 
@@ -27,7 +27,17 @@ export const startNodeHeartbeat = async (
       if (!String(e).includes('409') && !String((e as { code?: number }).code).includes('409')) throw e;
     });
 
-  const writeStatus = async () => {
+  // Controllers (node-lifecycle, the scheduler's taint manager) also write the Node, so a
+  // read-modify-write can lose a race: read again and retry, as kubelet does.
+  const writeStatus = async (attempts = 5): Promise<void> => {
+    try {
+      await writeStatusOnce();
+    } catch (error) {
+      if (!isConflict(error) || attempts <= 1) throw error;
+      await writeStatus(attempts - 1);
+    }
+  };
+  const writeStatusOnce = async () => {
     const node = await core.readNode({ name });
     const now = new Date();
     const ready = node.status?.conditions?.find((c) => c.type === 'Ready');

@@ -1,0 +1,168 @@
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { RedisCluster } from '../../shared/api/generated.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { connectRedis } from '../../shared/redis/client.ts';
+import { type bed, until } from './bed.ts';
+import { spawnWorker, type Worker } from './functions.ts';
+
+const RDC = TIDEWAY_KINDS.RedisCluster;
+export const SERVERLESS = join(
+  resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+  'serverless.yml',
+);
+
+/** The product's Redis functions (serverless.yml), two replicas each, watching one namespace. */
+export const startRedisFunctions = (b: ReturnType<typeof bed>, ns: string, id: string): Worker[] => {
+  const env = {
+    NATS_URL: b.info.natsUrl,
+    KUBECONFIG: b.info.kubeconfig,
+    TIDEWAY_WATCH_NAMESPACE: ns,
+    TIDEWAY_LEASE_DURATION: '5s',
+  };
+  const workers = [spawnWorker('watcher', { ...env, TIDEWAY_WATCHER_ID: id }, SERVERLESS)];
+  for (const fn of ['reconcile', 'health'])
+    for (let r = 0; r < 2; r++)
+      workers.push(spawnWorker(fn, { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+  return workers;
+};
+
+/** RedisCluster helpers for one namespace. */
+export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
+  const get = async (name: string) =>
+    (await b.custom.getNamespacedCustomObject({ ...RDC, namespace: ns(), name })) as RedisCluster;
+  return {
+    get,
+    /** Server-side apply as a user would, with kubectl. */
+    apply: (name: string, spec: Record<string, unknown>) =>
+      b.kubectlIn(
+        JSON.stringify({
+          apiVersion: 'tideway.dev/v1alpha1',
+          kind: 'RedisCluster',
+          metadata: { name, namespace: ns() },
+          spec,
+        }),
+        'apply',
+        '--server-side',
+        '--field-manager=test-user',
+        '-f',
+        '-',
+      ),
+    pods: async (name: string) =>
+      (
+        await b.core.listNamespacedPod({
+          namespace: ns(),
+          labelSelector: `app.kubernetes.io/instance=${name}`,
+        })
+      ).items.sort((x, y) => (x.metadata?.name ?? '').localeCompare(y.metadata?.name ?? '')),
+    /**
+     * Ready, with the status describing the latest generation and agreeing with the pods as they
+     * are now (a status written just before pods were deleted would otherwise pass).
+     */
+    ready: (name: string, timeoutMs = 180_000) =>
+      until(
+        `${name} Ready`,
+        async () => {
+          const rc = await get(name);
+          if (rc.status?.phase !== 'Ready' || rc.status.observedGeneration !== rc.metadata.generation)
+            return undefined;
+          const list = await b.core.listNamespacedPod({
+            namespace: ns(),
+            labelSelector: `app.kubernetes.io/instance=${name}`,
+          });
+          const live = list.items.filter(
+            (p) =>
+              !p.metadata?.deletionTimestamp &&
+              p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+          );
+          const nodes = new Set((rc.status.nodes ?? []).filter((n) => n.ready).map((n) => n.pod));
+          // The cluster's Ready transition comes after every pod's: it has seen these pods.
+          const since = (c?: { lastTransitionTime?: Date | string }) =>
+            c?.lastTransitionTime ? Math.floor(new Date(c.lastTransitionTime).getTime() / 1000) : 0;
+          const readySince = since(
+            (rc.status.conditions as { type: string; lastTransitionTime?: string }[] | undefined)?.find(
+              (c) => c.type === 'Ready',
+            ),
+          );
+          const agree =
+            live.every((p) => since(p.status?.conditions?.find((c) => c.type === 'Ready')) <= readySince) &&
+            live.length === list.items.length &&
+            live.length === (rc.spec.replicas ?? 3) &&
+            live.every((p) => nodes.has(p.metadata?.name ?? ''));
+          return agree ? rc : undefined;
+        },
+        timeoutMs,
+        500,
+      ),
+    password: async (name: string) =>
+      Buffer.from(
+        (await b.core.readNamespacedSecret({ namespace: ns(), name: `${name}-auth` })).data?.password ?? '',
+        'base64',
+      ).toString(),
+  };
+};
+
+export const redisAt = (ip: string, password: string, timeoutMs = 3000) =>
+  connectRedis({ host: ip, port: 6379, password, connectTimeoutMs: timeoutMs, commandTimeoutMs: timeoutMs });
+export const ipOf = (p: V1Pod | undefined) => p?.status?.podIP ?? '';
+
+/** Reasons of the Events recorded about one object, oldest first. */
+export const eventReasons = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
+  (
+    JSON.parse(await b.kubectl('get', 'events.events.k8s.io', '-n', ns, '-o', 'json')) as {
+      items: { reason?: string; regarding?: { name?: string }; metadata?: { creationTimestamp?: string } }[];
+    }
+  ).items
+    .filter((e) => e.regarding?.name === name)
+    .sort((x, y) => (x.metadata?.creationTimestamp ?? '').localeCompare(y.metadata?.creationTimestamp ?? ''))
+    .map((e) => e.reason ?? '');
+
+/**
+ * Writes through an address (the master Service) until stopped, reconnecting on any error; a key
+ * counts as acknowledged when WAIT says a replica has it, as a careful client would require.
+ */
+export const startWriter = (host: string, password: string, prefix: string) => {
+  const acked: string[] = [];
+  let failed = 0;
+  let stopped = false;
+  const loop = (async () => {
+    let c: Awaited<ReturnType<typeof redisAt>> | undefined;
+    for (let i = 0; !stopped; i++) {
+      try {
+        c ??= await redisAt(host, password, 1000);
+        await c.command('SET', `${prefix}${i}`, String(i));
+        if (Number(await c.command('WAIT', 1, 1000)) >= 1) acked.push(`${prefix}${i}`);
+      } catch {
+        failed++;
+        c?.close();
+        c = undefined;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    c?.close();
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return { acked, failed };
+    },
+  };
+};
+
+/** Keys missing on a server, of those given (MGET in chunks). */
+export const missingKeys = async (ip: string, password: string, keys: readonly string[]) => {
+  const c = await redisAt(ip, password);
+  try {
+    const missing: string[] = [];
+    for (let i = 0; i < keys.length; i += 500) {
+      const chunk = keys.slice(i, i + 500);
+      const values = (await c.command('MGET', ...chunk)) as (string | null)[];
+      missing.push(...chunk.filter((_, j) => values[j] === null));
+    }
+    return missing;
+  } finally {
+    c.close();
+  }
+};
