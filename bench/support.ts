@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_SERVERLESS = join(root, 'bench', 'fixtures', 'serverless.yml');
+/** The product's own functions. */
+export const SERVERLESS = join(root, 'serverless.yml');
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
 export const now = () => performance.timeOrigin + performance.now();
@@ -18,9 +20,15 @@ export const percentile = (sorted: readonly number[], p: number) =>
 export const ms = (v: number) => `${v.toFixed(v < 10 ? 2 : 1)} ms`;
 
 /** One function replica as its own process, as `tideway run` starts it. */
-export const spawnFunction = (fn: string, env: Record<string, string>) => {
+export const spawnFunction = (fn: string, env: Record<string, string>, serverless = BENCH_SERVERLESS) => {
   const child: ChildProcess = spawn(process.execPath, [join(root, 'shared', 'runtime', 'worker.ts'), fn], {
-    env: { ...process.env, TIDEWAY_LOG_LEVEL: 'warn', ...env, TIDEWAY_SERVERLESS: BENCH_SERVERLESS },
+    env: {
+      ...process.env,
+      TIDEWAY_LOG_LEVEL: 'warn',
+      ...env,
+      TIDEWAY_SERVERLESS: serverless,
+      TIDEWAY_SUPERVISOR_PID: String(process.pid),
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const exited = once(child, 'exit');
