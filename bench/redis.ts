@@ -1,5 +1,7 @@
+import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
+import { writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
 import type { Testbed } from '../infra/testbed/types.ts';
 import { sleep, until } from '../infra/testbed/wait.ts';
 import type { RedisCluster } from '../shared/api/generated.ts';
@@ -97,16 +99,22 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
 
   // --- Tideway ----------------------------------------------------------------------------------
   const ns = await namespace('bench-redis');
-  const env = {
-    NATS_URL: bed.natsUrl,
-    KUBECONFIG: bed.kubeconfig,
-    TIDEWAY_WATCH_NAMESPACE: ns,
-    TIDEWAY_LEASE_DURATION: '5s',
-  };
-  const functions = [spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: 'bench-redis' }, SERVERLESS)];
-  for (const fn of ['reconcile', 'health'])
+  const env = { NATS_URL: bed.natsUrl, TIDEWAY_WATCH_NAMESPACE: ns, TIDEWAY_LEASE_DURATION: '5s' };
+  // Each function as its own ServiceAccount, as deployed.
+  const kubeconfig = (fn: string) =>
+    writeFunctionKubeconfig({ admin: kc, fn, dir: join(bed.dir, 'bench-kube') });
+  const functions = [
+    spawnFunction(
+      'watcher',
+      { ...env, TIDEWAY_WATCHER_ID: 'bench-redis', KUBECONFIG: await kubeconfig('watcher') },
+      SERVERLESS,
+    ),
+  ];
+  for (const fn of ['reconcile', 'health']) {
+    const KUBECONFIG = await kubeconfig(fn);
     for (let r = 0; r < 2; r++)
-      functions.push(spawnFunction(fn, { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+      functions.push(spawnFunction(fn, { ...env, KUBECONFIG, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+  }
   const get = async (name: string) =>
     (await custom.getNamespacedCustomObject({ ...RDC, namespace: ns, name })) as RedisCluster;
   const ready = (name: string, ok: (rc: RedisCluster) => boolean = () => true) =>

@@ -9,7 +9,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const SYSTEM_NAMESPACE = 'tideway-system';
 
 /**
- * Installs Tideway's CRDs from crds/ (server-side apply: idempotent) and its namespace, and waits
+ * Installs Tideway's CRDs from crds/ (server-side apply: idempotent), its namespace and each
+ * function's ServiceAccount and roles, and waits
  * until the CRDs are served. Used by `npm start` and by the e2e tests.
  */
 export const installTideway = async (o: { kubectl: string; kubeconfig: string; fieldManager: string }) => {
@@ -26,6 +27,15 @@ export const installTideway = async (o: { kubectl: string; kubeconfig: string; f
   await run('create', 'namespace', SYSTEM_NAMESPACE).catch((e: { stderr?: string }) => {
     if (!e.stderr?.includes('AlreadyExists')) throw e;
   });
+  // Each function's ServiceAccount and least-privilege roles (infra/rbac/<function>.yaml).
+  await run(
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    `--field-manager=${o.fieldManager}`,
+    '-f',
+    join(root, 'infra', 'rbac'),
+  );
   await run(
     'wait',
     '--for=condition=Established',

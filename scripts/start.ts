@@ -1,6 +1,8 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
+import { rbacManifestOf, writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
 import { runTestbedForeground } from '../infra/testbed/cli.ts';
 import { envVars } from '../infra/testbed/env-file.ts';
 import { loadServerless } from '../shared/runtime/config.ts';
@@ -18,11 +20,23 @@ await runTestbedForeground({
   onReady: async (bed) => {
     await installTideway({ kubectl: bed.kubectl, kubeconfig: bed.kubeconfig, fieldManager: 'tideway' });
     const env = envVars(bed);
+    const config = await loadServerless(serverlessFile);
+    // Each function acts as its own ServiceAccount with its least-privilege roles, as deployed.
+    const admin = new KubeConfig();
+    admin.loadFromFile(bed.kubeconfig);
+    const kubeconfigs: Record<string, string> = {};
+    for (const fn of Object.keys(config.functions))
+      if (rbacManifestOf(fn))
+        kubeconfigs[fn] = await writeFunctionKubeconfig({
+          admin,
+          fn,
+          dir: join(root, '.tideway', 'local', 'kube'),
+        });
     functions = startFunctions({
       serverlessFile,
-      config: await loadServerless(serverlessFile),
-      // Locally the functions use the admin kubeconfig; deployed, each has its own ServiceAccount.
+      config,
       env,
+      envFor: (fn) => (kubeconfigs[fn] ? { KUBECONFIG: kubeconfigs[fn] } : undefined),
       log: createLogger({ component: 'tideway-start' }),
     });
     process.stderr.write(`[tideway] functions started: ${Object.keys(functions.pids()).join(', ')}\n`);

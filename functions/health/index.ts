@@ -42,7 +42,12 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       decision: a.failover,
       now,
       log: ctx.log,
-      recorder: eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/health', ctx.function),
+      recorder: eventRecorder(
+        ctx.kube.makeApiClient(EventsV1Api),
+        'tideway.dev/health',
+        ctx.function,
+        (error) => ctx.log.warn('event not recorded', { error }),
+      ),
       publisher: ctx.publisher,
       source: event.source,
     });

@@ -44,7 +44,12 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return done; // the update is an event of its own: the next run sees the finalizer
   }
 
-  const recorder = eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/reconcile', ctx.function);
+  const recorder = eventRecorder(
+    ctx.kube.makeApiClient(EventsV1Api),
+    'tideway.dev/reconcile',
+    ctx.function,
+    (error) => ctx.log.warn('event not recorded', { error }),
+  );
   const apply = serverSideApply(ctx.kube, FIELD_MANAGER);
 
   const password = await readPassword(ctx.kube, rc, true);

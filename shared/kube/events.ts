@@ -16,7 +16,8 @@ export const eventRecorder = (
   api: EventsV1Api,
   controller: string,
   instance: string,
-  onError: (error: unknown) => void = () => undefined,
+  /** Told of a failed record, to log: a refused Event (RBAC, quota) must not go unnoticed. */
+  onError: (error: unknown) => void,
 ): EventRecorder => ({
   record: async ({ regarding, type, reason, action, note }) => {
     try {

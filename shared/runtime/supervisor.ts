@@ -25,6 +25,8 @@ export const startFunctions = (o: {
   config: ServerlessConfig;
   only?: readonly string[];
   env?: Record<string, string>;
+  /** More environment for one function's processes (e.g. its own KUBECONFIG). */
+  envFor?: (fn: string) => Record<string, string> | undefined;
   log: Logger;
   /** Where each worker's output goes; default: inherited. */
   stdio?: 'inherit' | 'ignore';
@@ -47,6 +49,7 @@ export const startFunctions = (o: {
         // Not a parent's IPC settings (a supervisor started by another Node program inherits them).
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('NODE_CHANNEL_'))),
         ...o.env,
+        ...o.envFor?.(fn),
         TIDEWAY_SUPERVISOR_PID: String(process.pid),
         TIDEWAY_SERVERLESS: resolve(o.serverlessFile),
         TIDEWAY_REPLICA: String(replica),

@@ -8,7 +8,14 @@ import { connectRedis } from '../../shared/redis/client.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { eventReasons, ipOf, redisAt, redisClusters, startRedisFunctions } from '../support/redis.ts';
+import {
+  eventReasons,
+  ipOf,
+  redisAt,
+  redisClusters,
+  refusals,
+  startRedisFunctions,
+} from '../support/redis.ts';
 
 const RDC = TIDEWAY_KINDS.RedisCluster;
 
@@ -29,12 +36,14 @@ describe('redis cluster', () => {
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'redis');
-    workers.push(...startRedisFunctions(b, ns, 'redis-test'));
+    workers.push(...(await startRedisFunctions(b, ns, 'redis-test')));
   });
 
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));
     await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    // Least privilege is enough: no function was refused anything along the way.
+    expect(refusals(workers)).toEqual([]);
   });
 
   it('makes a 3-instance cluster Ready; writes on the master reach both replicas', async () => {

@@ -8,6 +8,7 @@ import {
   missingKeys,
   redisAt,
   redisClusters,
+  refusals,
   startRedisFunctions,
   startWriter,
 } from '../support/redis.ts';
@@ -25,12 +26,14 @@ describe('redis cluster scaling and upgrades', () => {
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'redis-ops');
-    workers.push(...startRedisFunctions(b, ns, 'redis-ops-test'));
+    workers.push(...(await startRedisFunctions(b, ns, 'redis-ops-test')));
   });
 
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));
     await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    // Least privilege is enough: no function was refused anything along the way.
+    expect(refusals(workers)).toEqual([]);
   });
 
   const serverPids = async (name: string) =>

@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { V1Pod } from '@kubernetes/client-node';
+import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { writeFunctionKubeconfig } from '../../infra/rbac/credentials.ts';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { connectRedis } from '../../shared/redis/client.ts';
@@ -13,20 +14,47 @@ export const SERVERLESS = join(
   'serverless.yml',
 );
 
-/** The product's Redis functions (serverless.yml), two replicas each, watching one namespace. */
-export const startRedisFunctions = (b: ReturnType<typeof bed>, ns: string, id: string): Worker[] => {
+/**
+ * The product's Redis functions (serverless.yml), two replicas each, watching one namespace, each
+ * acting as its own ServiceAccount (infra/rbac): the tests prove the roles are enough.
+ */
+export const startRedisFunctions = async (
+  b: ReturnType<typeof bed>,
+  ns: string,
+  id: string,
+): Promise<Worker[]> => {
+  const admin = new KubeConfig();
+  admin.loadFromFile(b.info.kubeconfig);
+  const dir = join(b.info.dir, 'function-credentials', id);
+  const kubeconfig = (fn: string) => writeFunctionKubeconfig({ admin, fn, dir });
   const env = {
     NATS_URL: b.info.natsUrl,
-    KUBECONFIG: b.info.kubeconfig,
     TIDEWAY_WATCH_NAMESPACE: ns,
     TIDEWAY_LEASE_DURATION: '5s',
   };
-  const workers = [spawnWorker('watcher', { ...env, TIDEWAY_WATCHER_ID: id }, SERVERLESS)];
-  for (const fn of ['reconcile', 'health'])
+  const workers = [
+    spawnWorker(
+      'watcher',
+      { ...env, TIDEWAY_WATCHER_ID: id, KUBECONFIG: await kubeconfig('watcher') },
+      SERVERLESS,
+    ),
+  ];
+  for (const fn of ['reconcile', 'health']) {
+    const KUBECONFIG = await kubeconfig(fn);
     for (let r = 0; r < 2; r++)
-      workers.push(spawnWorker(fn, { ...env, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+      workers.push(spawnWorker(fn, { ...env, KUBECONFIG, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+  }
   return workers;
 };
+
+/** Lines where a function was refused by the API server (403), from its own log. */
+export const refusals = (workers: readonly Worker[]) =>
+  workers.flatMap((w) =>
+    w
+      .output()
+      .split('\n')
+      .filter((l) => /forbidden|HTTP-Code: 403|"code":403/i.test(l)),
+  );
 
 /** RedisCluster helpers for one namespace. */
 export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
