@@ -37,8 +37,10 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
   const probeFile = join(dir, 'probe.txt');
   writeFileSync(probeFile, '');
   const baseEnv = { NATS_URL: bed.natsUrl, KUBECONFIG: bed.kubeconfig, PROBE_FILE: probeFile };
+  const namespaces: string[] = [];
   const createNs = async (name: string) => {
     await core.createNamespace({ body: { metadata: { name } } });
+    namespaces.push(name);
     return name;
   };
   const create = (namespace: string, name: string) =>
@@ -202,6 +204,8 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
     process.stderr.write(`${lines.at(-1)}\n`);
   } finally {
     if (existsSync(dir)) await rm(dir, { recursive: true, force: true });
+    // What it created must not weigh on the benchmarks after it.
+    for (const name of namespaces) await core.deleteNamespace({ name }).catch(() => undefined);
   }
   return lines;
 };

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { EventPublisher } from '../../shared/bus/types.ts';
+import { zNamespaceName } from '../../shared/kube/names.ts';
 import { toMs } from '../../shared/runtime/config.ts';
 import type { Service } from '../../shared/runtime/handler.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
@@ -39,11 +40,7 @@ const zEnv = z.object({
   TIDEWAY_WATCHER_ID: z.string().min(1).default(`${hostname()}-${process.pid}`),
   TIDEWAY_NAMESPACE: z.string().min(1).default('tideway-system'),
   TIDEWAY_CLUSTER_ID: z.string().min(1).optional(),
-  TIDEWAY_WATCH_NAMESPACE: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a namespace name')
-    .max(63)
-    .optional(),
+  TIDEWAY_WATCH_NAMESPACE: zNamespaceName.optional(),
   TIDEWAY_HEALTH_INTERVAL: duration.default(2000),
   TIDEWAY_RELIST_INTERVAL: duration.default(300_000),
   TIDEWAY_WATCH_INACTIVITY: duration.default(120_000),
@@ -63,6 +60,9 @@ const clusterSource = async (kube: KubeConfig, override?: string) => {
  */
 const leaseName = (watchNamespace?: string) =>
   watchNamespace ? `tideway-watcher-${watchNamespace}` : 'tideway-watcher';
+
+/** Objects a paged list may leave waiting to be published before it fetches the next page. */
+const LIST_BACKLOG = 1000;
 
 /** The active part of the watcher: list+watch every kind, publish changes, tick. */
 const runLeader = (o: WatcherOptions) => {
@@ -88,9 +88,20 @@ const runLeader = (o: WatcherOptions) => {
         o.kube,
         w,
         {
-          onList: (objs) => {
-            sync.list(w, objs);
-            ticks.list(w.kind, objs);
+          onList: () => {
+            const s = sync.beginList(w);
+            const t = ticks.beginList(w.kind);
+            return {
+              page: async (objs) => {
+                s.page(objs);
+                t.page(objs);
+                await sync.drained(LIST_BACKLOG);
+              },
+              end: () => {
+                s.end();
+                t.end();
+              },
+            };
           },
           onEvent: (phase, obj) => {
             sync.observe(w, phase, obj);

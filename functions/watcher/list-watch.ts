@@ -5,8 +5,12 @@ import { ApiStatusError, apiGet } from './api-get.ts';
 import type { KubeObj, Watched } from './kinds.ts';
 
 export type ListWatchHandlers = {
-  /** A complete list: every object that exists now (the caller diffs it against its cursor). */
-  onList(objs: KubeObj[]): void;
+  /**
+   * A list begins: its pages follow, then its end (every object that exists now was in a page;
+   * the caller diffs against its cursor). The next page is fetched once `page` resolves, so a
+   * slow consumer holds back the list instead of the list filling memory.
+   */
+  onList(): { page(objs: KubeObj[]): Promise<void>; end(): void };
   onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObj): void;
 };
 
@@ -39,7 +43,7 @@ export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: L
     });
 
   const list = async (): Promise<string> => {
-    const items: KubeObj[] = [];
+    const sink = h.onList();
     let cont: string | undefined;
     let rv = '';
     do {
@@ -51,11 +55,12 @@ export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: L
         limit: '500',
         continue: cont,
       });
-      items.push(...page.items);
+      await sink.page(page.items.map(slim));
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion;
-    } while (cont);
-    h.onList(items);
+    } while (cont && !stopped);
+    if (stopped) return rv;
+    sink.end();
     lastRelist = Date.now();
     o.onRelist?.();
     return rv;
@@ -100,7 +105,7 @@ export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: L
               finish(new ApiStatusError(obj.code ?? 500, obj.message ?? 'watch error'));
             } else if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') {
               latest = obj.metadata?.resourceVersion ?? latest;
-              h.onEvent(phase, obj);
+              h.onEvent(phase, slim(obj));
             }
           },
           (error) => finish(error ?? undefined),
@@ -142,6 +147,20 @@ export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: L
       await done;
     },
   };
+};
+
+/**
+ * managedFields are often most of an object's bytes and no function needs them (they re-read what
+ * they act on): dropped on arrival, like controller-runtime's TransformStripManagedFields.
+ */
+const slim = (obj: KubeObj): KubeObj => {
+  if (obj.metadata && 'managedFields' in obj.metadata) {
+    const { managedFields: _, ...metadata } = obj.metadata as KubeObj['metadata'] & {
+      managedFields?: unknown;
+    };
+    return { ...obj, metadata };
+  }
+  return obj;
 };
 
 class RelistDue extends Error {

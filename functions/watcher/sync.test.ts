@@ -99,6 +99,49 @@ describe('watcher sync', () => {
     expect([...store.entries.keys()]).toEqual(['RedisCluster.ns.kept']);
   });
 
+  it('deletes only when a paged list ends: a list that fails midway deletes nothing', async () => {
+    const entry = (name: string) => ({
+      kind: 'RedisCluster',
+      namespace: 'ns',
+      name,
+      uid: `uid-${name}`,
+      rv: '1',
+    });
+    const cursor = new Map<string, CursorEntry>([
+      ['RedisCluster.ns.a', entry('a')],
+      ['RedisCluster.ns.b', entry('b')],
+    ]);
+    const { publisher, sync } = setup(cursor);
+    const broken = sync.beginList(rdc);
+    broken.page([obj('a', '1')]); // the next page never came
+    await sync.idle();
+    expect(publisher.seen()).toEqual([]);
+    const whole = sync.beginList(rdc);
+    whole.page([obj('a', '1')]);
+    whole.page([obj('c', '2')]);
+    await sync.idle();
+    expect(publisher.seen()).toEqual(['added c@2']);
+    whole.end();
+    await sync.idle();
+    expect(publisher.seen()).toEqual(['added c@2', 'deleted b@1']);
+  });
+
+  it('holds a paged list back while too much waits to be published', async () => {
+    const { publisher, sync } = setup(undefined, 2);
+    publisher.hold();
+    sync.beginList(rdc).page(Array.from({ length: 10 }, (_, i) => obj(`o${i}`, '1')));
+    let drained = false;
+    const d = sync.drained(3).then(() => {
+      drained = true;
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(drained).toBe(false); // 8 wait, 2 in flight
+    publisher.release();
+    await d;
+    await sync.idle();
+    expect(publisher.events).toHaveLength(10);
+  });
+
   it('treats a new uid under a known name as a delete then an add', async () => {
     const cursor = new Map<string, CursorEntry>([
       ['RedisCluster.ns.a', { kind: 'RedisCluster', namespace: 'ns', name: 'a', uid: 'old', rv: '5' }],

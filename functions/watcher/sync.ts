@@ -8,9 +8,20 @@ import type { KubeObj, Watched } from './kinds.ts';
 
 type Pending = { watched: Watched; obj: KubeObj; gone: boolean };
 
+export type ListSink = {
+  /** One page of the list: anything new or changed is announced. */
+  page(objs: readonly KubeObj[]): void;
+  /** The list is complete: anything known of this kind but not seen in it was deleted. */
+  end(): void;
+};
+
 export type Sync = {
-  /** A complete list of one kind: anything new or changed is announced, anything missing deleted. */
+  /** A complete list of one kind, page by page (a list that fails midway just never ends). */
+  beginList(watched: Watched): ListSink;
+  /** A complete list of one kind in one go. */
   list(watched: Watched, objs: readonly KubeObj[]): void;
+  /** Resolves once at most `limit` objects wait to be published: back-pressure for paged lists. */
+  drained(limit: number): Promise<void>;
   /** One watch event. */
   observe(watched: Watched, phase: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObj): void;
   /** Objects not yet published. */
@@ -62,6 +73,7 @@ export const createSync = (o: SyncOptions): Sync => {
   const inFlight = new Set<string>();
   let stopped = false;
   let idleWaiters: (() => void)[] = [];
+  let drainWaiters: { limit: number; resolve: () => void }[] = [];
 
   const enqueue = (key: string, p: Pending) => {
     waiting.set(key, p);
@@ -87,6 +99,11 @@ export const createSync = (o: SyncOptions): Sync => {
     if (waiting.size === 0 && inFlight.size === 0) {
       for (const w of idleWaiters) w();
       idleWaiters = [];
+    }
+    if (drainWaiters.length > 0) {
+      const ready = drainWaiters.filter((d) => stopped || waiting.size <= d.limit);
+      drainWaiters = drainWaiters.filter((d) => !ready.includes(d));
+      for (const d of ready) d.resolve();
     }
   };
 
@@ -160,32 +177,49 @@ export const createSync = (o: SyncOptions): Sync => {
     }
   };
 
+  const beginList = (watched: Watched): ListSink => {
+    const seen = new Set<string>();
+    return {
+      page: (objs) => {
+        for (const obj of objs) {
+          const key = keyOf(watched, obj);
+          seen.add(key);
+          const known = cursor.get(key);
+          if (
+            known &&
+            known.uid === obj.metadata?.uid &&
+            known.rv === obj.metadata?.resourceVersion &&
+            !waiting.has(key)
+          )
+            continue;
+          enqueue(key, { watched, obj, gone: false });
+        }
+      },
+      end: () => {
+        for (const [key, e] of cursor) {
+          if (e.kind === watched.kind && !seen.has(key))
+            enqueue(key, { watched, obj: fromCursor(e), gone: true });
+        }
+        // Observed before this list but now absent from it (added and deleted meanwhile).
+        for (const [key, p] of waiting) {
+          if (p.watched.kind === watched.kind && !seen.has(key) && !p.gone)
+            waiting.set(key, { ...p, gone: true });
+        }
+      },
+    };
+  };
+
   return {
+    beginList,
     list: (watched, objs) => {
-      const seen = new Set<string>();
-      for (const obj of objs) {
-        const key = keyOf(watched, obj);
-        seen.add(key);
-        const known = cursor.get(key);
-        if (
-          known &&
-          known.uid === obj.metadata?.uid &&
-          known.rv === obj.metadata?.resourceVersion &&
-          !waiting.has(key)
-        )
-          continue;
-        enqueue(key, { watched, obj, gone: false });
-      }
-      for (const [key, e] of cursor) {
-        if (e.kind === watched.kind && !seen.has(key))
-          enqueue(key, { watched, obj: fromCursor(e), gone: true });
-      }
-      // Observed before this list but now absent from it (added and deleted meanwhile).
-      for (const [key, p] of waiting) {
-        if (p.watched.kind === watched.kind && !seen.has(key) && !p.gone)
-          waiting.set(key, { ...p, gone: true });
-      }
+      const sink = beginList(watched);
+      sink.page(objs);
+      sink.end();
     },
+    drained: (limit) =>
+      stopped || waiting.size <= limit
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => drainWaiters.push({ limit, resolve })),
     observe: (watched, phase, obj) =>
       enqueue(keyOf(watched, obj), { watched, obj, gone: phase === 'DELETED' }),
     pending: () => waiting.size + inFlight.size,
@@ -200,6 +234,8 @@ export const createSync = (o: SyncOptions): Sync => {
       while (inFlight.size > 0) await new Promise((r) => setTimeout(r, 20));
       for (const w of idleWaiters) w();
       idleWaiters = [];
+      for (const d of drainWaiters) d.resolve();
+      drainWaiters = [];
     },
   };
 };

@@ -117,12 +117,33 @@ export const createTicks = (o: TicksOptions) => {
   const put = (kind: string, obj: KubeObj) => {
     const uid = obj.metadata?.uid;
     if (!uid) return;
-    if (kind === 'RedisCluster') clusters.set(uid, obj);
+    // A health tick needs only the name: 10,000 clusters must not mean 10,000 objects in memory.
+    if (kind === 'RedisCluster')
+      clusters.set(uid, { metadata: { namespace: obj.metadata?.namespace, name: obj.metadata?.name, uid } });
     if (kind === 'BackupSchedule') {
       const s = schedules.get(uid);
       schedules.set(uid, { ...s, obj: obj as Schedule });
     }
   };
+  /** A complete list of one kind, page by page; objects not seen by its end are gone. */
+  const beginList = (kind: string) => {
+    const map: Map<string, unknown> | undefined =
+      kind === 'RedisCluster' ? clusters : kind === 'BackupSchedule' ? schedules : undefined;
+    const uids = new Set<string | undefined>();
+    return {
+      page: (objs: readonly KubeObj[]) => {
+        if (!map) return;
+        for (const x of objs) {
+          uids.add(x.metadata?.uid);
+          put(kind, x);
+        }
+      },
+      end: () => {
+        if (map) for (const uid of map.keys()) if (!uids.has(uid)) map.delete(uid);
+      },
+    };
+  };
+
   const remove = (kind: string, uid: string | undefined) => {
     if (!uid) return;
     if (kind === 'RedisCluster') clusters.delete(uid);
@@ -130,13 +151,11 @@ export const createTicks = (o: TicksOptions) => {
   };
 
   return {
+    beginList,
     list: (kind: string, objs: readonly KubeObj[]) => {
-      const map: Map<string, unknown> | undefined =
-        kind === 'RedisCluster' ? clusters : kind === 'BackupSchedule' ? schedules : undefined;
-      if (!map) return;
-      const uids = new Set(objs.map((x) => x.metadata?.uid));
-      for (const uid of map.keys()) if (!uids.has(uid)) map.delete(uid);
-      for (const x of objs) put(kind, x);
+      const sink = beginList(kind);
+      sink.page(objs);
+      sink.end();
     },
     observe: (kind: string, phase: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObj) =>
       phase === 'DELETED' ? remove(kind, obj.metadata?.uid) : put(kind, obj),

@@ -14,6 +14,12 @@ describe('subjects', () => {
   it('turns a serverless.yml type pattern into a filter subject', () => {
     expect(filterSubject('dev.tideway.resource.*', 'Backup')).toBe('tideway.resource.*.Backup.>');
     expect(filterSubject('dev.tideway.tick.health')).toBe('tideway.tick.health.*.>');
+    expect(filterSubject('dev.tideway.resource.*', 'RedisCluster', 'team-a')).toBe(
+      'tideway.resource.*.RedisCluster.team-a.>',
+    );
+    expect(filterSubject('dev.tideway.tick.health', undefined, 'team-a')).toBe(
+      'tideway.tick.health.*.team-a.>',
+    );
     expect(() => filterSubject('com.example.x')).toThrow(/not a Tideway type/);
   });
 

@@ -32,13 +32,18 @@ export const subjectFor = (type: string, ref: ObjectRef): string =>
 
 /**
  * Filter subject for a subscription: a type pattern as in serverless.yml (`dev.tideway.resource.*`
- * or an exact type) and optionally one kind.
+ * or an exact type), optionally one kind and one namespace.
  */
-export const filterSubject = (typePattern: string, kind?: string): string => {
+export const filterSubject = (typePattern: string, kind?: string, namespace?: string): string => {
   const tokens = typeTokens(typePattern);
   if (tokens.split('.').length !== 2)
     throw new Error(`event type pattern ${typePattern} must have the form ${TYPE_PREFIX}<group>.<name|*>`);
-  return [SUBJECT_ROOT, tokens, kind ? encodeToken(kind) : '*', '>'].join('.');
+  return [
+    SUBJECT_ROOT,
+    tokens,
+    kind ? encodeToken(kind) : '*',
+    ...(namespace ? [encodeToken(namespace), '>'] : ['>']),
+  ].join('.');
 };
 
 /** The object key of a subject: what per-object serialization locks on. */

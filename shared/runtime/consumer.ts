@@ -17,6 +17,11 @@ export type ConsumerOptions = {
   handler: Handler;
   deps: Deps;
   locks: ObjectLocks;
+  /**
+   * Only this namespace's events (TIDEWAY_WATCH_NAMESPACE), on a durable consumer of its own: an
+   * installation scoped to one namespace never sees, nor takes, another's work.
+   */
+  namespace?: string;
   /** A handler that ignores cancellation this long past its timeout makes the process exit. */
   stuckGraceMs?: number;
   onStuck?: () => void;
@@ -33,7 +38,8 @@ const ext = (event: CloudEvent<unknown>, name: string) => {
 /** Resource events coalesce (handlers re-read the object); ticks and outcomes queue per type. */
 const coalesceClass = (type: string) => (type.startsWith('dev.tideway.resource.') ? 'resource' : type);
 
-export const consumerName = (fn: string) => `fn-${fn}`;
+export const consumerName = (fn: string, namespace?: string) =>
+  namespace ? `fn-${fn}-ns-${namespace}` : `fn-${fn}`;
 
 /**
  * Runs one function over its durable consumer. Per object: one handler at a time in this process
@@ -45,8 +51,10 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
   const log = deps.log.child({ function: name });
   const timeoutMs = fn.timeout * 1000;
   const ackWaitMs = Math.max(30_000, Math.min(timeoutMs, 120_000));
-  const filters = [...new Set(fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind)))];
-  const durable = consumerName(name);
+  const filters = [
+    ...new Set(fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind, o.namespace))),
+  ];
+  const durable = consumerName(name, o.namespace);
   const config = {
     durable_name: durable,
     filter_subjects: filters,

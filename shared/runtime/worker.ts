@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { connectBus } from '../bus/connect.ts';
 import { jetStreamPublisher } from '../bus/publisher.ts';
 import { ensureStream } from '../bus/stream.ts';
+import { zNamespaceName } from '../kube/names.ts';
 import { loadServerless } from './config.ts';
 import { startConsumer } from './consumer.ts';
 import type { Deps, Handler, Service } from './handler.ts';
@@ -22,6 +23,8 @@ const zEnv = z.object({
   TIDEWAY_REPLICA: z.string().default('0'),
   /** Set by the supervisor: the parent this worker must outlive by no more than a second. */
   TIDEWAY_SUPERVISOR_PID: z.coerce.number().int().positive().optional(),
+  /** One namespace only: the watcher watches it, handler functions consume only its events. */
+  TIDEWAY_WATCH_NAMESPACE: zNamespaceName.optional(),
 });
 
 /**
@@ -83,23 +86,39 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   };
   const ops = await startOpsServer({ metrics, ready: () => !bus.nc.isClosed(), port: e.TIDEWAY_OPS_PORT });
 
-  let stop: () => Promise<void>;
+  let stop: (drainMs?: number) => Promise<void>;
   if (fn.tideway.service) {
     const svc = await (entry as Service)({ ...deps, function: name, bus });
     stop = () => svc.stop();
   } else {
     const locks = await kvObjectLocks(bus.nc, { owner: `${hostname()}/${process.pid}` });
-    const consumer = await startConsumer({ bus, name, fn, handler: entry as Handler, deps, locks });
-    stop = () => consumer.stop();
+    const consumer = await startConsumer({
+      bus,
+      name,
+      fn,
+      handler: entry as Handler,
+      deps,
+      locks,
+      ...(e.TIDEWAY_WATCH_NAMESPACE ? { namespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),
+    });
+    stop = (drainMs) => consumer.stop(drainMs);
   }
   log.info('started', { ops: ops.url, events: fn.events.map((ev) => ev.cloudevent) });
 
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  /**
+   * Drain, then exit. Bounded: with NATS or the API server gone, closing can wait forever, and a
+   * worker must never outlive its reason to run. Without a supervisor nobody waits for the drain.
+   */
+  const shutdown = async (signal: string, drainMs = fn.timeout * 1000) => {
     if (stopping) return;
     stopping = true;
-    log.info('draining', { signal });
-    await stop().catch((error: unknown) => log.error('stop failed', { error }));
+    log.info('draining', { signal, drainMs });
+    setTimeout(() => {
+      log.error('shutdown did not finish in time; exiting', { signal });
+      process.exit(1);
+    }, drainMs + 10_000).unref();
+    await stop(drainMs).catch((error: unknown) => log.error('stop failed', { error }));
     await bus.close();
     await ops.close();
     log.info('stopped');
@@ -107,7 +126,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  onSupervisorGone = () => void shutdown('supervisor gone');
+  onSupervisorGone = () => void shutdown('supervisor gone', 5000);
 };
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
