@@ -8,7 +8,17 @@ import { freePort } from '../infra/testbed/process/ports.ts';
 import type { Testbed } from '../infra/testbed/types.ts';
 import { sleep, until } from '../infra/testbed/wait.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
-import { counterTotal, ms, now, percentile, pool, spawnFunction } from './support.ts';
+import { loadServerless, nodeArgsFor } from '../shared/runtime/config.ts';
+import {
+  BENCH_SERVERLESS,
+  counterTotal,
+  ms,
+  now,
+  percentile,
+  pool,
+  SERVERLESS,
+  spawnFunction,
+} from './support.ts';
 
 const RDC = TIDEWAY_KINDS.RedisCluster;
 
@@ -65,91 +75,93 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
 
   const lines: string[] = [];
   try {
-    // --- event path ---------------------------------------------------------------------------
-    const ns = await createNs(`bench-path-${Date.now().toString(36)}`);
-    const env = { ...baseEnv, TIDEWAY_WATCH_NAMESPACE: ns, TIDEWAY_HEALTH_INTERVAL: '600s' };
-    const watcher = spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: 'bench-path' });
-    const probe = spawnFunction('probe', env);
-    const names = Array.from({ length: o.objects }, (_, i) => `o-${i}`);
-    await pool(names.length, 16, (i) => create(ns, names[i]!));
-    await until(
-      'the probe saw every object',
-      async () => (new Set(probed().map((p) => p.name)).size >= names.length ? true : undefined),
-      120_000,
-      200,
-    );
-
-    // The baseline: a watch in this process, as an informer's event handler sees it.
-    const informer = new Map<string, number>();
-    const watch = await new Watch(kc).watch(
-      `/apis/${RDC.group}/${RDC.version}/namespaces/${ns}/${RDC.plural}`,
-      {},
-      (_type, obj: { metadata?: { resourceVersion?: string } }) => {
-        informer.set(obj.metadata?.resourceVersion ?? '', now());
-      },
-      () => undefined,
-    );
-    await sleep(500);
-
-    for (const rate of o.rates) {
-      const sent = new Map<string, number>();
-      const total = rate * o.seconds;
-      const start = now();
-      let failed = 0;
-      await pool(total, 128, async (i) => {
-        const due = start + (i * 1000) / rate;
-        const wait = due - now();
-        if (wait > 0) await sleep(wait);
-        const t0 = now();
-        try {
-          const r = (await custom.patchNamespacedCustomObject({
-            ...RDC,
-            namespace: ns,
-            name: names[i % names.length]!,
-            body: [{ op: 'add', path: '/metadata/annotations', value: { bench: `${rate}-${i}` } }],
-          })) as { metadata: { resourceVersion: string } };
-          sent.set(r.metadata.resourceVersion, t0);
-        } catch {
-          failed++;
-        }
-      });
-      const sendSeconds = (now() - start) / 1000;
-      // Wait until the last update of every object reached the probe (earlier ones may coalesce).
+    if (o.rates.length > 0) {
+      // --- event path ---------------------------------------------------------------------------
+      const ns = await createNs(`bench-path-${Date.now().toString(36)}`);
+      const env = { ...baseEnv, TIDEWAY_WATCH_NAMESPACE: ns, TIDEWAY_HEALTH_INTERVAL: '600s' };
+      const watcher = spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: 'bench-path' });
+      const probe = spawnFunction('probe', env);
+      const names = Array.from({ length: o.objects }, (_, i) => `o-${i}`);
+      await pool(names.length, 16, (i) => create(ns, names[i]!));
       await until(
-        'the probe caught up',
-        async () => {
-          const seen = new Set(probed().map((p) => p.rv));
-          let missing = 0;
-          for (const rv of sent.keys()) if (!seen.has(rv)) missing++;
-          return missing <= total - Math.min(total, names.length) ? true : undefined;
-        },
+        'the probe saw every object',
+        async () => (new Set(probed().map((p) => p.name)).size >= names.length ? true : undefined),
         120_000,
-        250,
-      ).catch(() => undefined);
-      await sleep(1000);
-      const handled = probed().filter((p) => sent.has(p.rv));
-      const tideway = handled.map((p) => p.t - sent.get(p.rv)!).sort((a, b) => a - b);
-      const base = [...sent].filter(([rv]) => informer.has(rv)).map(([rv, t0]) => informer.get(rv)! - t0);
-      base.sort((a, b) => a - b);
-      const added = handled
-        .filter((p) => informer.has(p.rv))
-        .map((p) => p.t - informer.get(p.rv)!)
-        .sort((a, b) => a - b);
-      const span = handled.length > 1 ? (Math.max(...handled.map((p) => p.t)) - start) / 1000 : Number.NaN;
-      lines.push(
-        `event path @ ${rate}/s offered for ${o.seconds}s: ${sent.size} updates in ${sendSeconds.toFixed(1)}s ` +
-          `(${(sent.size / sendSeconds).toFixed(0)}/s achieved, ${failed} failed); ` +
-          `${handled.length} handled (${((handled.length / sent.size) * 100).toFixed(1)}%, the rest coalesced), ` +
-          `${(handled.length / span).toFixed(0)} handler starts/s`,
-        `  informer callback (baseline)  p50 ${ms(percentile(base, 50))}  p99 ${ms(percentile(base, 99))}`,
-        `  tideway handler start         p50 ${ms(percentile(tideway, 50))}  p99 ${ms(percentile(tideway, 99))}` +
-          `  ratio p50 ${(percentile(tideway, 50) / percentile(base, 50)).toFixed(2)}x  p99 ${(percentile(tideway, 99) / percentile(base, 99)).toFixed(2)}x`,
-        `  added by tideway (per event)  p50 ${ms(percentile(added, 50))}  p99 ${ms(percentile(added, 99))}`,
+        200,
       );
-      process.stderr.write(`${lines.slice(-4).join('\n')}\n`);
+
+      // The baseline: a watch in this process, as an informer's event handler sees it.
+      const informer = new Map<string, number>();
+      const watch = await new Watch(kc).watch(
+        `/apis/${RDC.group}/${RDC.version}/namespaces/${ns}/${RDC.plural}`,
+        {},
+        (_type, obj: { metadata?: { resourceVersion?: string } }) => {
+          informer.set(obj.metadata?.resourceVersion ?? '', now());
+        },
+        () => undefined,
+      );
+      await sleep(500);
+
+      for (const rate of o.rates) {
+        const sent = new Map<string, number>();
+        const total = rate * o.seconds;
+        const start = now();
+        let failed = 0;
+        await pool(total, 128, async (i) => {
+          const due = start + (i * 1000) / rate;
+          const wait = due - now();
+          if (wait > 0) await sleep(wait);
+          const t0 = now();
+          try {
+            const r = (await custom.patchNamespacedCustomObject({
+              ...RDC,
+              namespace: ns,
+              name: names[i % names.length]!,
+              body: [{ op: 'add', path: '/metadata/annotations', value: { bench: `${rate}-${i}` } }],
+            })) as { metadata: { resourceVersion: string } };
+            sent.set(r.metadata.resourceVersion, t0);
+          } catch {
+            failed++;
+          }
+        });
+        const sendSeconds = (now() - start) / 1000;
+        // Wait until the last update of every object reached the probe (earlier ones may coalesce).
+        await until(
+          'the probe caught up',
+          async () => {
+            const seen = new Set(probed().map((p) => p.rv));
+            let missing = 0;
+            for (const rv of sent.keys()) if (!seen.has(rv)) missing++;
+            return missing <= total - Math.min(total, names.length) ? true : undefined;
+          },
+          120_000,
+          250,
+        ).catch(() => undefined);
+        await sleep(1000);
+        const handled = probed().filter((p) => sent.has(p.rv));
+        const tideway = handled.map((p) => p.t - sent.get(p.rv)!).sort((a, b) => a - b);
+        const base = [...sent].filter(([rv]) => informer.has(rv)).map(([rv, t0]) => informer.get(rv)! - t0);
+        base.sort((a, b) => a - b);
+        const added = handled
+          .filter((p) => informer.has(p.rv))
+          .map((p) => p.t - informer.get(p.rv)!)
+          .sort((a, b) => a - b);
+        const span = handled.length > 1 ? (Math.max(...handled.map((p) => p.t)) - start) / 1000 : Number.NaN;
+        lines.push(
+          `event path @ ${rate}/s offered for ${o.seconds}s: ${sent.size} updates in ${sendSeconds.toFixed(1)}s ` +
+            `(${(sent.size / sendSeconds).toFixed(0)}/s achieved, ${failed} failed); ` +
+            `${handled.length} handled (${((handled.length / sent.size) * 100).toFixed(1)}%, the rest coalesced), ` +
+            `${(handled.length / span).toFixed(0)} handler starts/s`,
+          `  informer callback (baseline)  p50 ${ms(percentile(base, 50))}  p99 ${ms(percentile(base, 99))}`,
+          `  tideway handler start         p50 ${ms(percentile(tideway, 50))}  p99 ${ms(percentile(tideway, 99))}` +
+            `  ratio p50 ${(percentile(tideway, 50) / percentile(base, 50)).toFixed(2)}x  p99 ${(percentile(tideway, 99) / percentile(base, 99)).toFixed(2)}x`,
+          `  added by tideway (per event)  p50 ${ms(percentile(added, 50))}  p99 ${ms(percentile(added, 99))}`,
+        );
+        process.stderr.write(`${lines.slice(-4).join('\n')}\n`);
+      }
+      watch.abort();
+      await Promise.all([watcher.stop(), probe.stop()]);
     }
-    watch.abort();
-    await Promise.all([watcher.stop(), probe.stop()]);
 
     // --- cold relist ----------------------------------------------------------------------------
     const ns2 = await createNs(`bench-relist-${Date.now().toString(36)}`);
@@ -171,15 +183,49 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       cont = page.metadata.continue || undefined;
     } while (cont);
     const listMs = now() - l0;
+    // The product's watcher settings (memorySize), as the supervisor applies them.
+    const watcherArgs = nodeArgsFor((await loadServerless(SERVERLESS)).functions.watcher ?? {});
+    // The floor: the same watcher process idle, on an empty namespace.
+    const idlePort = await freePort();
+    const idle = spawnFunction(
+      'watcher',
+      {
+        ...baseEnv,
+        TIDEWAY_WATCH_NAMESPACE: await createNs(`bench-idle-${Date.now().toString(36)}`),
+        TIDEWAY_HEALTH_INTERVAL: '600s',
+        TIDEWAY_WATCHER_ID: 'bench-idle',
+        TIDEWAY_OPS_PORT: String(idlePort),
+      },
+      BENCH_SERVERLESS,
+      watcherArgs,
+    );
+    await until(
+      'the idle watcher serves /metrics',
+      () =>
+        fetch(`http://127.0.0.1:${idlePort}/metrics`).then(
+          (r) => (r.ok ? true : undefined),
+          () => undefined,
+        ),
+      60_000,
+      100,
+    );
+    await sleep(3000);
+    const idleRss = idle.peakRssMiB();
+    await idle.stop();
     const port = await freePort();
     const w0 = now();
-    const cold = spawnFunction('watcher', {
-      ...baseEnv,
-      TIDEWAY_WATCH_NAMESPACE: ns2,
-      TIDEWAY_HEALTH_INTERVAL: '600s',
-      TIDEWAY_WATCHER_ID: 'bench-relist',
-      TIDEWAY_OPS_PORT: String(port),
-    });
+    const cold = spawnFunction(
+      'watcher',
+      {
+        ...baseEnv,
+        TIDEWAY_WATCH_NAMESPACE: ns2,
+        TIDEWAY_HEALTH_INTERVAL: '600s',
+        TIDEWAY_WATCHER_ID: 'bench-relist',
+        TIDEWAY_OPS_PORT: String(port),
+      },
+      BENCH_SERVERLESS,
+      watcherArgs,
+    );
     let published = 0;
     await until(
       'every object published',
@@ -198,7 +244,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
     await cold.stop();
     lines.push(
       `cold relist of ${listed} objects: all published and acked ${(relistMs / 1000).toFixed(1)}s after the watcher ` +
-        `process started (${published} published), peak RSS ${rss.toFixed(0)} MiB; ` +
+        `process started (${published} published), peak RSS ${rss.toFixed(0)} MiB (the same watcher idle: ${idleRss.toFixed(0)} MiB); ` +
         `baseline paged list in-process ${(listMs / 1000).toFixed(2)}s; ratio ${(relistMs / listMs).toFixed(1)}x`,
     );
     process.stderr.write(`${lines.at(-1)}\n`);

@@ -3,8 +3,8 @@ import { startTestbed } from '../infra/testbed/testbed.ts';
 import { benchEventPath } from './event-path.ts';
 import { benchRedis } from './redis.ts';
 
-// npm run bench [-- --quick] [-- --only event-path|redis]: starts its own test bed, runs the
-// benchmarks, prints the results.
+// npm run bench [-- --quick] [-- --only event-path|relist|redis]: starts its own test bed, runs
+// the benchmarks, prints the results.
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
@@ -12,6 +12,8 @@ const bed = await startTestbed({ log: (m) => process.stderr.write(`${m}\n`) });
 const results: string[] = [];
 const want = (name: string) => !values.only || values.only === name;
 try {
+  if (values.only === 'relist')
+    results.push(...(await benchEventPath(bed, { rates: [], seconds: 0, objects: 0, relist: 10_000 })));
   if (want('event-path'))
     results.push(
       ...(await benchEventPath(

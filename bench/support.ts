@@ -20,17 +20,27 @@ export const percentile = (sorted: readonly number[], p: number) =>
 export const ms = (v: number) => `${v.toFixed(v < 10 ? 2 : 1)} ms`;
 
 /** One function replica as its own process, as `tideway run` starts it. */
-export const spawnFunction = (fn: string, env: Record<string, string>, serverless = BENCH_SERVERLESS) => {
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'shared', 'runtime', 'worker.ts'), fn], {
-    env: {
-      ...process.env,
-      TIDEWAY_LOG_LEVEL: 'warn',
-      ...env,
-      TIDEWAY_SERVERLESS: serverless,
-      TIDEWAY_SUPERVISOR_PID: String(process.pid),
+export const spawnFunction = (
+  fn: string,
+  env: Record<string, string>,
+  serverless = BENCH_SERVERLESS,
+  /** Node flags, as the supervisor gives them (nodeArgsFor). */
+  nodeArgs: string[] = [],
+) => {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, join(root, 'shared', 'runtime', 'worker.ts'), fn],
+    {
+      env: {
+        ...process.env,
+        TIDEWAY_LOG_LEVEL: 'warn',
+        ...env,
+        TIDEWAY_SERVERLESS: serverless,
+        TIDEWAY_SUPERVISOR_PID: String(process.pid),
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  );
   const exited = once(child, 'exit');
   return {
     pid: child.pid ?? 0,

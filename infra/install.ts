@@ -16,26 +16,14 @@ export const SYSTEM_NAMESPACE = 'tideway-system';
 export const installTideway = async (o: { kubectl: string; kubeconfig: string; fieldManager: string }) => {
   const run = (...args: string[]) =>
     promisify(execFile)(o.kubectl, args, { env: { ...process.env, KUBECONFIG: o.kubeconfig } });
-  await run(
-    'apply',
-    '--server-side',
-    '--force-conflicts',
-    `--field-manager=${o.fieldManager}`,
-    '-f',
-    join(root, 'crds'),
-  );
+  const apply = (dir: string) =>
+    run('apply', '--server-side', '--force-conflicts', `--field-manager=${o.fieldManager}`, '-f', dir);
+  await apply(join(root, 'crds'));
   await run('create', 'namespace', SYSTEM_NAMESPACE).catch((e: { stderr?: string }) => {
     if (!e.stderr?.includes('AlreadyExists')) throw e;
   });
   // Each function's ServiceAccount and least-privilege roles (infra/rbac/<function>.yaml).
-  await run(
-    'apply',
-    '--server-side',
-    '--force-conflicts',
-    `--field-manager=${o.fieldManager}`,
-    '-f',
-    join(root, 'infra', 'rbac'),
-  );
+  await apply(join(root, 'infra', 'rbac'));
   await run(
     'wait',
     '--for=condition=Established',

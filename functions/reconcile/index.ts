@@ -174,5 +174,5 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   }
   if (step.kind === 'wait') return retryAfter(2000, progress.reason);
   // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
-  return converged && o.phase === 'Ready' ? done : retryAfter(2000, 'Converging');
+  return converged && o.phase === 'Ready' ? done : retryAfter(1000, 'Converging');
 };

@@ -84,6 +84,9 @@ export const renderRedisConf = (
     'replicaof 127.0.0.1 1',
     'replica-read-only yes',
     `include ${o.authInclude}`,
+    // Defaults spec.config may override (later lines win). Redis 7 waits 5 s for more replicas
+    // before a diskless full sync: every new, restarted or repointed replica would wait too.
+    'repl-diskless-sync-delay 1',
     '',
     ...Object.keys(user)
       .sort()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseServerless, toMs } from './config.ts';
+import { ConfigError, nodeArgsFor, parseServerless, toMs } from './config.ts';
 
 const valid = `
 service: tideway
@@ -54,5 +54,16 @@ describe('serverless.yml', () => {
 
   it('reads durations', () => {
     expect([toMs('500ms'), toMs('5s'), toMs('2m'), toMs(7)]).toEqual([500, 5000, 120000, 7]);
+  });
+});
+
+describe('nodeArgsFor', () => {
+  it('turns memorySize into a heap limit of half of it, and nothing without one', () => {
+    expect(nodeArgsFor({ memorySize: 256 })).toEqual(['--max-old-space-size=128', '--max-semi-space-size=4']);
+    expect(nodeArgsFor({ memorySize: 1024 })).toEqual([
+      '--max-old-space-size=512',
+      '--max-semi-space-size=16',
+    ]);
+    expect(nodeArgsFor({})).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backoffMs } from './backoff.ts';
-import type { ServerlessConfig } from './config.ts';
+import { nodeArgsFor, type ServerlessConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 
 const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'worker.ts');
@@ -42,7 +42,7 @@ export const startFunctions = (o: {
     const id = `${fn}/${replica}`;
     // Own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops the
     // workers in order instead of racing them. The IPC channel tells a worker its supervisor died.
-    const child = spawn(process.execPath, [WORKER, fn], {
+    const child = spawn(process.execPath, [...nodeArgsFor(o.config.functions[fn] ?? {}), WORKER, fn], {
       detached: true,
       stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit', 'ipc'],
       env: {
