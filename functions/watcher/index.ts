@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { EventPublisher } from '../../shared/bus/types.ts';
+import { loadKubeConnection } from '../../shared/kube/lite/connection.ts';
+import { type KubeHttp, kubeHttp } from '../../shared/kube/lite/http.ts';
 import { zNamespaceName } from '../../shared/kube/names.ts';
 import { toMs } from '../../shared/runtime/config.ts';
 import type { Service } from '../../shared/runtime/handler.ts';
@@ -15,7 +16,7 @@ import { createSync } from './sync.ts';
 import { createTicks } from './ticks.ts';
 
 export type WatcherOptions = {
-  kube: KubeConfig;
+  kube: KubeHttp;
   publisher: EventPublisher;
   store: CursorStore;
   log: Logger;
@@ -48,9 +49,9 @@ const zEnv = z.object({
 });
 
 /** A stable id of the Kubernetes cluster for CloudEvents' `source`: the kube-system namespace uid. */
-const clusterSource = async (kube: KubeConfig, override?: string) => {
+const clusterSource = async (kube: KubeHttp, override?: string) => {
   if (override) return `/tideway/clusters/${override}`;
-  const ns = await kube.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' });
+  const ns = await kube.request<{ metadata?: { uid?: string } }>('GET', '/api/v1/namespaces/kube-system');
   return `/tideway/clusters/${ns.metadata?.uid ?? 'unknown'}`;
 };
 
@@ -163,8 +164,10 @@ export const start: Service = async (ctx) => {
       `watcher: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     );
   const e = parsed.data;
+  // Its own small client: the watcher needs a handful of calls, not client-node's whole API.
+  const kube = kubeHttp(loadKubeConnection(ctx.env));
   return startWatcher({
-    kube: ctx.kube,
+    kube,
     publisher: ctx.publisher,
     store: await kvCursorStore(ctx.bus.nc, leaseName(e.TIDEWAY_WATCH_NAMESPACE)),
     ...(e.TIDEWAY_WATCH_NAMESPACE ? { watchNamespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),
@@ -172,7 +175,7 @@ export const start: Service = async (ctx) => {
     metrics: ctx.metrics,
     identity: e.TIDEWAY_WATCHER_ID,
     namespace: e.TIDEWAY_NAMESPACE,
-    source: await clusterSource(ctx.kube, e.TIDEWAY_CLUSTER_ID),
+    source: await clusterSource(kube, e.TIDEWAY_CLUSTER_ID),
     healthIntervalMs: e.TIDEWAY_HEALTH_INTERVAL,
     relistIntervalMs: e.TIDEWAY_RELIST_INTERVAL,
     inactivityTimeoutMs: e.TIDEWAY_WATCH_INACTIVITY,

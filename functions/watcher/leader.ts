@@ -1,6 +1,22 @@
-import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../shared/kube/errors.ts';
+import type { KubeHttp } from '../../shared/kube/lite/http.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
+
+type Lease = {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+};
+
+/** MicroTime: the API refuses Lease times without microseconds. */
+const microTime = (d: Date) => d.toISOString().replace(/Z$/, '000Z');
 
 export type LeaderOptions = {
   namespace: string;
@@ -22,8 +38,21 @@ export type LeaderOptions = {
  * Expiry is judged by the standby's own clock (when it last saw the Lease change), so clock skew
  * between machines does not matter. A graceful stop releases the Lease for an instant hand-over.
  */
-export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
-  const api = kc.makeApiClient(CoordinationV1Api);
+export const electLeader = (http: KubeHttp, o: LeaderOptions) => {
+  const leases = `/apis/coordination.k8s.io/v1/namespaces/${o.namespace}/leases`;
+  const api = {
+    read: () => http.request<Lease>('GET', `${leases}/${o.name}`),
+    create: (spec: Lease['spec']) =>
+      http.request<Lease>('POST', leases, {
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: o.name, namespace: o.namespace },
+          spec,
+        },
+      }),
+    replace: (lease: Lease) => http.request<Lease>('PUT', `${leases}/${o.name}`, { body: lease }),
+  };
   const durationMs = o.durationMs ?? 15_000;
   // client-go's 2 s against a 15 s lease; shorter leases look more often.
   const retryMs = o.retryMs ?? Math.min(2000, durationMs / 3);
@@ -35,28 +64,24 @@ export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
   let timer: NodeJS.Timeout | undefined;
   let wake: (() => void) | undefined;
 
-  const spec = (lease: V1Lease | undefined, now: Date) => ({
+  const spec = (lease: Lease | undefined, now: Date) => ({
     holderIdentity: o.identity,
     leaseDurationSeconds: Math.ceil(durationMs / 1000),
-    // MicroTime: the API refuses these times without microseconds.
-    renewTime: new V1MicroTime(now),
-    acquireTime: new V1MicroTime(leading ? (lease?.spec?.acquireTime ?? now) : now),
+    renewTime: microTime(now),
+    acquireTime: leading ? (lease?.spec?.acquireTime ?? microTime(now)) : microTime(now),
     leaseTransitions:
       (lease?.spec?.leaseTransitions ?? 0) + (lease?.spec?.holderIdentity === o.identity ? 0 : 1),
   });
 
   const tryAcquireOrRenew = async (): Promise<boolean> => {
     const now = new Date();
-    let lease: V1Lease | undefined;
+    let lease: Lease | undefined;
     try {
-      lease = await api.readNamespacedLease({ name: o.name, namespace: o.namespace });
+      lease = await api.read();
     } catch (error) {
       if (!isNotFound(error)) throw error;
       try {
-        await api.createNamespacedLease({
-          namespace: o.namespace,
-          body: { metadata: { name: o.name, namespace: o.namespace }, spec: spec(undefined, now) },
-        });
+        await api.create(spec(undefined, now));
         return true;
       } catch (e) {
         if (isConflict(e)) return false; // another replica created it first
@@ -70,11 +95,7 @@ export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
     const expired = holder === '' || Date.now() - observed.at > leaseMs;
     if (holder !== o.identity && !expired) return false;
     try {
-      const updated = await api.replaceNamespacedLease({
-        name: o.name,
-        namespace: o.namespace,
-        body: { ...lease, spec: spec(lease, now) },
-      });
+      const updated = await api.replace({ ...lease, spec: spec(lease, now) });
       observed = { rv: updated.metadata?.resourceVersion ?? '', at: Date.now() };
       return true;
     } catch (error) {
@@ -124,20 +145,15 @@ export const electLeader = (kc: KubeConfig, o: LeaderOptions) => {
       await o.onStoppedLeading();
       // Release: an empty holder lets a standby take over on its next look, not after expiry.
       try {
-        const lease = await api.readNamespacedLease({ name: o.name, namespace: o.namespace });
+        const lease = await api.read();
         if (lease.spec?.holderIdentity === o.identity)
-          await api.replaceNamespacedLease({
-            name: o.name,
-            namespace: o.namespace,
-            body: {
-              ...lease,
-              spec: {
-                ...lease.spec,
-                holderIdentity: '',
-                leaseDurationSeconds: 1,
-                renewTime: new V1MicroTime(),
-                ...(lease.spec?.acquireTime ? { acquireTime: new V1MicroTime(lease.spec.acquireTime) } : {}),
-              },
+          await api.replace({
+            ...lease,
+            spec: {
+              ...lease.spec,
+              holderIdentity: '',
+              leaseDurationSeconds: 1,
+              renewTime: microTime(new Date()),
             },
           });
       } catch (error) {

@@ -1,7 +1,6 @@
-import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import { ApiStatusError, type KubeHttp } from '../../shared/kube/lite/http.ts';
 import { backoffMs } from '../../shared/runtime/backoff.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
-import { ApiStatusError, apiGet } from './api-get.ts';
 import type { KubeObj, Watched } from './kinds.ts';
 
 export type ListWatchHandlers = {
@@ -27,7 +26,7 @@ export type ListWatchOptions = {
  * jitter; 410 Gone relists; no event or bookmark for `inactivityTimeoutMs` restarts it (a silently
  * dead connection); every `relistIntervalMs` a full relist lets the caller catch anything missed.
  */
-export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: ListWatchOptions) => {
+export const listWatch = (api: KubeHttp, w: Watched, h: ListWatchHandlers, o: ListWatchOptions) => {
   let stopped = false;
   let abort: AbortController | undefined;
   let failures = 0;
@@ -47,14 +46,10 @@ export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: L
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await apiGet<{
+      const page = await api.request<{
         items: KubeObj[];
         metadata: { resourceVersion: string; continue?: string };
-      }>(kc, w.path, {
-        labelSelector: w.labelSelector,
-        limit: '500',
-        continue: cont,
-      });
+      }>('GET', w.path, { query: { labelSelector: w.labelSelector, limit: '500', continue: cont } });
       await sink.page(page.items.map(slim));
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion;
@@ -88,32 +83,33 @@ export const listWatch = (kc: KubeConfig, w: Watched, h: ListWatchHandlers, o: L
         },
         Math.min(1000, o.inactivityTimeoutMs / 2),
       );
-      new Watch(kc)
-        .watch(
+      abort = new AbortController();
+      api
+        .watch<KubeObj & { code?: number; message?: string }>(
           w.path,
           {
             resourceVersion: rv,
-            allowWatchBookmarks: true,
+            allowWatchBookmarks: 'true',
             labelSelector: w.labelSelector,
-            timeoutSeconds: 300,
+            timeoutSeconds: '300',
           },
-          (phase, obj: KubeObj & { code?: number; message?: string }) => {
+          ({ type, object: obj }) => {
             lastSeen = Date.now();
-            if (phase === 'BOOKMARK') {
+            if (type === 'BOOKMARK') {
               latest = obj.metadata?.resourceVersion ?? latest;
-            } else if (phase === 'ERROR') {
+            } else if (type === 'ERROR') {
               finish(new ApiStatusError(obj.code ?? 500, obj.message ?? 'watch error'));
-            } else if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') {
+            } else if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
               latest = obj.metadata?.resourceVersion ?? latest;
-              h.onEvent(phase, slim(obj));
+              h.onEvent(type, slim(obj));
             }
           },
-          (error) => finish(error ?? undefined),
+          abort.signal,
         )
-        .then((a) => {
-          abort = a;
-          if (settled) a.abort();
-        }, finish);
+        .then(
+          () => finish(),
+          (error: unknown) => finish(settled ? undefined : error),
+        );
     });
 
   const run = async () => {

@@ -72,8 +72,12 @@ export type HandlerContext = Deps & {
 export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined>;
 
 /** A long-running function (the watcher): started once per replica, stopped on SIGTERM. */
+/**
+ * A long-running function. It gets no KubeConfig: loading @kubernetes/client-node costs ~90 MiB
+ * per process, and a service that needs the API brings its own client (the watcher's is small).
+ */
 export type Service = (
-  ctx: Deps & { readonly function: string; readonly bus: Bus },
+  ctx: Omit<Deps, 'kube'> & { readonly function: string; readonly bus: Bus },
 ) => Promise<{ stop(): Promise<void> }>;
 
 /** Maps whatever a handler returned or threw to an outcome. Unknown errors are retried. */

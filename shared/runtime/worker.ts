@@ -1,14 +1,12 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { connectBus } from '../bus/connect.ts';
 import { jetStreamPublisher } from '../bus/publisher.ts';
 import { ensureStream } from '../bus/stream.ts';
 import { zNamespaceName } from '../kube/names.ts';
 import { loadServerless } from './config.ts';
-import { startConsumer } from './consumer.ts';
 import type { Deps, Handler, Service } from './handler.ts';
 import { loadExport } from './load-handler.ts';
 import { createLogger } from './logger.ts';
@@ -66,8 +64,6 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     );
   const entry = await loadExport(file, fn.handler);
 
-  const kube = new KubeConfig();
-  kube.loadFromDefault();
   const metrics = createMetrics({
     tideway_events_received_total: 'Events delivered to this function',
     tideway_events_handled_total: 'Events settled, by outcome',
@@ -76,8 +72,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   });
   const bus = await connectBus(e.NATS_URL, `tideway-${name}-${e.TIDEWAY_REPLICA}`);
   await ensureStream(bus.jsm);
-  const deps: Deps = {
-    kube,
+  const base: Omit<Deps, 'kube'> = {
     publisher: jetStreamPublisher(bus.js),
     log,
     metrics,
@@ -88,9 +83,15 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
 
   let stop: (drainMs?: number) => Promise<void>;
   if (fn.tideway.service) {
-    const svc = await (entry as Service)({ ...deps, function: name, bus });
+    const svc = await (entry as Service)({ ...base, function: name, bus });
     stop = () => svc.stop();
   } else {
+    // Loaded only here: services (the watcher) stay without client-node's generated API.
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const { startConsumer } = await import('./consumer.ts');
+    const kube = new KubeConfig();
+    kube.loadFromDefault();
+    const deps: Deps = { ...base, kube };
     const locks = await kvObjectLocks(bus.nc, { owner: `${hostname()}/${process.pid}` });
     const consumer = await startConsumer({
       bus,
