@@ -1,14 +1,17 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
 import { freePort } from '../infra/testbed/process/ports.ts';
 import type { Testbed } from '../infra/testbed/types.ts';
 import { sleep, until } from '../infra/testbed/wait.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
 import { loadServerless, nodeArgsFor } from '../shared/runtime/config.ts';
+import { patcher } from './patcher.ts';
 import {
   BENCH_SERVERLESS,
   counterTotal,
@@ -16,6 +19,7 @@ import {
   now,
   percentile,
   pool,
+  root,
   SERVERLESS,
   spawnFunction,
 } from './support.ts';
@@ -34,8 +38,8 @@ export type EventPathOptions = {
 
 /**
  * The event path, object update → handler start, through the real watcher, JetStream and a
- * function process, against an in-process watch callback on the same updates (the informer a
- * classic operator would run); then a cold relist: the watcher starting on N objects it never saw.
+ * function process, against a watch callback on the same updates in a process of its own (the
+ * informer a classic operator would run); then a cold relist: the watcher starting on N objects it never saw.
  */
 export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
   await installTideway({ kubectl: bed.kubectl, kubeconfig: bed.kubeconfig, fieldManager: 'tideway-bench' });
@@ -82,6 +86,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       const watcher = spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: 'bench-path' });
       const probe = spawnFunction('probe', env);
       const names = Array.from({ length: o.objects }, (_, i) => `o-${i}`);
+      const objectsPath = `/apis/${RDC.group}/${RDC.version}/namespaces/${ns}/${RDC.plural}`;
       await pool(names.length, 16, (i) => create(ns, names[i]!));
       await until(
         'the probe saw every object',
@@ -90,18 +95,36 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
         200,
       );
 
-      // The baseline: a watch in this process, as an informer's event handler sees it.
-      const informer = new Map<string, number>();
-      const watch = await new Watch(kc).watch(
-        `/apis/${RDC.group}/${RDC.version}/namespaces/${ns}/${RDC.plural}`,
-        {},
-        (_type, obj: { metadata?: { resourceVersion?: string } }) => {
-          informer.set(obj.metadata?.resourceVersion ?? '', now());
+      // The baseline: a watch in a process of its own, as an informer's event handler sees it.
+      const informerFile = join(dir, 'informer.txt');
+      writeFileSync(informerFile, '');
+      const informerProcess = spawn(process.execPath, [join(root, 'bench', 'fixtures', 'informer.ts')], {
+        env: {
+          ...process.env,
+          KUBECONFIG: bed.kubeconfig,
+          OUT_FILE: informerFile,
+          WATCH_PATH: objectsPath,
         },
-        () => undefined,
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      const informerExited = once(informerProcess, 'exit');
+      const informed = () => {
+        const seen = new Map<string, number>();
+        for (const l of readFileSync(informerFile, 'utf8').split('\n')) {
+          const [rv = '', t = ''] = l.split(' ');
+          if (rv && !seen.has(rv)) seen.set(rv, Number(t));
+        }
+        return seen;
+      };
+      await until(
+        'the informer watches',
+        async () => (informed().has('watching') ? true : undefined),
+        30_000,
+        100,
       );
       await sleep(500);
 
+      const load = patcher(bed.kubeconfig);
       for (const rate of o.rates) {
         const sent = new Map<string, number>();
         const total = rate * o.seconds;
@@ -113,13 +136,10 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
           if (wait > 0) await sleep(wait);
           const t0 = now();
           try {
-            const r = (await custom.patchNamespacedCustomObject({
-              ...RDC,
-              namespace: ns,
-              name: names[i % names.length]!,
-              body: [{ op: 'add', path: '/metadata/annotations', value: { bench: `${rate}-${i}` } }],
-            })) as { metadata: { resourceVersion: string } };
-            sent.set(r.metadata.resourceVersion, t0);
+            const rv = await load.patch(`${objectsPath}/${names[i % names.length]!}`, {
+              metadata: { annotations: { bench: `${rate}-${i}` } },
+            });
+            sent.set(rv, t0);
           } catch {
             failed++;
           }
@@ -138,6 +158,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
           250,
         ).catch(() => undefined);
         await sleep(1000);
+        const informer = informed();
         const handled = probed().filter((p) => sent.has(p.rv));
         const tideway = handled.map((p) => p.t - sent.get(p.rv)!).sort((a, b) => a - b);
         const base = [...sent].filter(([rv]) => informer.has(rv)).map(([rv, t0]) => informer.get(rv)! - t0);
@@ -159,8 +180,9 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
         );
         process.stderr.write(`${lines.slice(-4).join('\n')}\n`);
       }
-      watch.abort();
-      await Promise.all([watcher.stop(), probe.stop()]);
+      load.close();
+      informerProcess.kill('SIGTERM');
+      await Promise.all([watcher.stop(), probe.stop(), informerExited]);
     }
 
     // --- cold relist ----------------------------------------------------------------------------
