@@ -2,7 +2,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
-import { rbacManifestOf, writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
+import { keepTokensFresh, rbacManifestOf, writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
 import { runTestbedForeground } from '../infra/testbed/cli.ts';
 import { envVars } from '../infra/testbed/env-file.ts';
 import { loadServerless } from '../shared/runtime/config.ts';
@@ -14,6 +14,7 @@ import { type Supervisor, startFunctions } from '../shared/runtime/supervisor.ts
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const serverlessFile = join(root, 'serverless.yml');
 let functions: Supervisor | undefined;
+let tokens: ReturnType<typeof keepTokensFresh> | undefined;
 
 await runTestbedForeground({
   root,
@@ -25,24 +26,28 @@ await runTestbedForeground({
     const admin = new KubeConfig();
     admin.loadFromFile(bed.kubeconfig);
     const kubeconfigs: Record<string, string> = {};
+    const dir = join(root, '.tideway', 'local', 'kube');
     for (const fn of Object.keys(config.functions))
-      if (rbacManifestOf(fn))
-        kubeconfigs[fn] = await writeFunctionKubeconfig({
-          admin,
-          fn,
-          dir: join(root, '.tideway', 'local', 'kube'),
-        });
+      if (rbacManifestOf(fn)) kubeconfigs[fn] = await writeFunctionKubeconfig({ admin, fn, dir });
+    const log = createLogger({ component: 'tideway-start' });
+    tokens = keepTokensFresh({
+      admin,
+      fns: Object.keys(kubeconfigs),
+      dir,
+      onError: (fn, error) => log.warn('token not renewed; retrying in a minute', { function: fn, error }),
+    });
     functions = startFunctions({
       serverlessFile,
       config,
       env,
       envFor: (fn) => (kubeconfigs[fn] ? { KUBECONFIG: kubeconfigs[fn] } : undefined),
-      log: createLogger({ component: 'tideway-start' }),
+      log,
     });
     process.stderr.write(`[tideway] functions started: ${Object.keys(functions.pids()).join(', ')}\n`);
     return {};
   },
   onStop: async () => {
+    tokens?.stop();
     await functions?.stop();
   },
 });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
@@ -15,10 +15,31 @@ export const rbacManifestOf = (fn: string) => {
   return existsSync(file) ? file : undefined;
 };
 
+const DAY = 86_400;
+
+/**
+ * Mints a bound token for the function's ServiceAccount (TokenRequest API) into `<fn>.token`,
+ * replaced atomically, so that a process reading it never sees half a token.
+ */
+const mintToken = async (admin: KubeConfig, fn: string, dir: string, ttlSeconds: number) => {
+  const token = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name: serviceAccountOf(fn),
+    namespace: SYSTEM_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: ttlSeconds } },
+  });
+  const file = join(dir, `${fn}.token`);
+  await writeFile(`${file}.tmp`, token.status?.token ?? '', { mode: 0o600 });
+  await rename(`${file}.tmp`, file);
+  return file;
+};
+
 /**
  * A kubeconfig that acts as the function's ServiceAccount, with a bound token from the
  * TokenRequest API: what a function's pod gets from its projected token when deployed, for
- * functions that run as local processes (npm start, the e2e tests). Written 0600.
+ * functions that run as local processes (npm start, the e2e tests). Written 0600. The token lives
+ * in a file of its own that clients re-read, as in-cluster (the small client per request,
+ * client-node's `tokenFile` auth provider every minute), so `keepTokensFresh` can renew it under
+ * running processes.
  */
 export const writeFunctionKubeconfig = async (o: {
   admin: KubeConfig;
@@ -28,11 +49,8 @@ export const writeFunctionKubeconfig = async (o: {
 }): Promise<string> => {
   const cluster = o.admin.getCurrentCluster();
   if (!cluster) throw new Error('the admin kubeconfig has no current cluster');
-  const token = await o.admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
-    name: serviceAccountOf(o.fn),
-    namespace: SYSTEM_NAMESPACE,
-    body: { spec: { audiences: [], expirationSeconds: o.ttlSeconds ?? 86_400 } },
-  });
+  await mkdir(o.dir, { recursive: true, mode: 0o700 });
+  const tokenFile = await mintToken(o.admin, o.fn, o.dir, o.ttlSeconds ?? DAY);
   const name = serviceAccountOf(o.fn);
   const config = {
     apiVersion: 'v1',
@@ -47,12 +65,49 @@ export const writeFunctionKubeconfig = async (o: {
         },
       },
     ],
-    users: [{ name, user: { token: token.status?.token } }],
+    users: [{ name, user: { tokenFile, 'auth-provider': { name: 'tokenFile', config: { tokenFile } } } }],
     contexts: [{ name, context: { cluster: cluster.name, user: name } }],
     'current-context': name,
   };
-  await mkdir(o.dir, { recursive: true, mode: 0o700 });
   const file = join(o.dir, `${o.fn}.kubeconfig`);
   await writeFile(file, stringify(config), { mode: 0o600 });
   return file;
+};
+
+/**
+ * Renews the functions' tokens at half their lifetime: `npm start` outlives a day-long token, and
+ * a function whose token expired would only see 401s. A failed renewal is retried a minute later.
+ */
+export const keepTokensFresh = (o: {
+  admin: KubeConfig;
+  fns: readonly string[];
+  dir: string;
+  ttlSeconds?: number;
+  onError: (fn: string, error: unknown) => void;
+}) => {
+  const ttl = o.ttlSeconds ?? DAY;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(renew, ms);
+    timer.unref();
+  };
+  const renew = async () => {
+    let failed = false;
+    for (const fn of o.fns)
+      await mintToken(o.admin, fn, o.dir, ttl).catch((error: unknown) => {
+        failed = true;
+        o.onError(fn, error);
+      });
+    schedule(failed ? 60_000 : (ttl * 1000) / 2);
+  };
+  schedule((ttl * 1000) / 2);
+  return {
+    renew,
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 };

@@ -1,8 +1,11 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { AuthorizationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
-import { serviceAccountOf, writeFunctionKubeconfig } from '../../infra/rbac/credentials.ts';
+import { keepTokensFresh, serviceAccountOf, writeFunctionKubeconfig } from '../../infra/rbac/credentials.ts';
 import { statusOf } from '../../shared/kube/errors.ts';
+import { loadKubeConnection } from '../../shared/kube/lite/connection.ts';
+import { kubeHttp } from '../../shared/kube/lite/http.ts';
 import { bed } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 
@@ -119,5 +122,40 @@ describe('function RBAC', () => {
       (e: unknown) => statusOf(e),
     );
     expect(denied).toBe(403);
+  });
+
+  it('renews a token under a running client, which reads it from its file', async () => {
+    const dir = `${b.info.dir}/rbac-renew`;
+    const file = await writeFunctionKubeconfig({ admin: kc, fn: 'watcher', dir });
+    const lite = kubeHttp(loadKubeConnection({ KUBECONFIG: file }));
+    const get = () =>
+      lite.request<{ metadata: { name: string } }>('GET', '/api/v1/namespaces/kube-system').then(
+        (r) => r.metadata.name,
+        (e: unknown) => statusOf(e),
+      );
+    const own = new KubeConfig();
+    own.loadFromFile(file);
+    expect((await own.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' })).metadata?.name).toBe(
+      'kube-system',
+    );
+    expect(await get()).toBe('kube-system');
+
+    // As if it expired: the running client notices at its next request...
+    const tokenFile = `${dir}/watcher.token`;
+    const first = readFileSync(tokenFile, 'utf8');
+    writeFileSync(tokenFile, 'expired');
+    expect(await get()).toBe(401);
+
+    // ...and works again once the token is renewed, without being restarted.
+    const fresh = keepTokensFresh({
+      admin: kc,
+      fns: ['watcher'],
+      dir,
+      onError: (_fn, e) => expect.fail(String(e)),
+    });
+    await fresh.renew();
+    fresh.stop();
+    expect(readFileSync(tokenFile, 'utf8')).not.toBe(first);
+    expect(await get()).toBe('kube-system');
   });
 });
