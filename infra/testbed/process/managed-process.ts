@@ -41,15 +41,20 @@ export const startProcess = (spec: ProcessSpec): ManagedProcess => {
     env: { ...process.env, ...spec.env, [TESTBED_ENV_MARKER]: spec.testbedId },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  log.on('error', (error) =>
+    process.stderr.write(`[testbed] ${spec.name}: log ${spec.logFile}: ${error.message}\n`),
+  );
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });
+  // 'close', not 'exit': a child's own children (redis-server's fork for a replica sync) can hold
+  // its stdout and write after it exited; ending the log at exit made that write crash us.
+  child.once('close', () => log.end());
   if (child.pid === undefined) throw new ProcessStartError(`${spec.name}: could not spawn ${spec.command}`);
 
   let done = false;
   const exited = (async (): Promise<ExitInfo> => {
     const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
     done = true;
-    log.end();
     return { code, signal };
   })();
 
