@@ -2,13 +2,14 @@ import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
 import { writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
+import { freePort } from '../infra/testbed/process/ports.ts';
 import type { Testbed } from '../infra/testbed/types.ts';
 import { sleep, until } from '../infra/testbed/wait.ts';
 import type { RedisCluster } from '../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
 import { connectRedis } from '../shared/redis/client.ts';
 import { authConfSecretFor, configMapFor, statefulSetFor } from '../shared/rediscluster/desired.ts';
-import { ms, now, percentile, pool, SERVERLESS, spawnFunction } from './support.ts';
+import { metricsUntil, ms, now, percentile, pool, SERVERLESS, spawnFunction } from './support.ts';
 
 const RDC = TIDEWAY_KINDS.RedisCluster;
 
@@ -103,18 +104,44 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
   // Each function as its own ServiceAccount, as deployed.
   const kubeconfig = (fn: string) =>
     writeFunctionKubeconfig({ admin: kc, fn, dir: join(bed.dir, 'bench-kube') });
+  const watcherPort = await freePort();
   const functions = [
     spawnFunction(
       'watcher',
-      { ...env, TIDEWAY_WATCHER_ID: 'bench-redis', KUBECONFIG: await kubeconfig('watcher') },
+      {
+        ...env,
+        TIDEWAY_WATCHER_ID: 'bench-redis',
+        KUBECONFIG: await kubeconfig('watcher'),
+        TIDEWAY_OPS_PORT: String(watcherPort),
+      },
       SERVERLESS,
     ),
   ];
+  const handlerPorts: number[] = [];
   for (const fn of ['reconcile', 'health']) {
     const KUBECONFIG = await kubeconfig(fn);
-    for (let r = 0; r < 2; r++)
-      functions.push(spawnFunction(fn, { ...env, KUBECONFIG, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
+    for (let r = 0; r < 2; r++) {
+      const port = await freePort();
+      handlerPorts.push(port);
+      functions.push(
+        spawnFunction(
+          fn,
+          { ...env, KUBECONFIG, TIDEWAY_REPLICA: String(r), TIDEWAY_OPS_PORT: String(port) },
+          SERVERLESS,
+        ),
+      );
+    }
   }
+  // Measured from a running operator, as a user meets it: processes started, the watcher leading
+  // with its first list of RedisClusters done.
+  await metricsUntil(
+    watcherPort,
+    'the watcher to lead and list',
+    (page) =>
+      /^tideway_watcher_is_leader(\{[^}]*\})? 1$/m.test(page) &&
+      /^tideway_watcher_relists_total\{[^}]*kind="RedisCluster"[^}]*\} [1-9]/m.test(page),
+  );
+  for (const port of handlerPorts) await metricsUntil(port, 'a function to serve', (page) => page !== '');
   const get = async (name: string) =>
     (await custom.getNamespacedCustomObject({ ...RDC, namespace: ns, name })) as RedisCluster;
   const ready = (name: string, ok: (rc: RedisCluster) => boolean = () => true) =>

@@ -72,3 +72,21 @@ export const counterTotal = (page: string, name: string) =>
     .split('\n')
     .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+
+/** Polls a function process's /metrics until `ok(page)`: how a bench knows it has settled. */
+export const metricsUntil = async (
+  port: number,
+  what: string,
+  ok: (page: string) => boolean,
+  timeoutMs = 60_000,
+) => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const page = await fetch(`http://127.0.0.1:${port}/metrics`)
+      .then((r) => (r.ok ? r.text() : ''))
+      .catch(() => '');
+    if (ok(page)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
