@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -49,5 +50,7 @@ await runTestbedForeground({
   onStop: async () => {
     tokens?.stop();
     await functions?.stop();
+    // The tokens die with the cluster; no credential files are left behind.
+    await rm(join(root, '.tideway', 'local', 'kube'), { recursive: true, force: true });
   },
 });

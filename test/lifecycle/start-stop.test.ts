@@ -82,6 +82,8 @@ describe('test bed lifecycle', () => {
       expect(await exited, stderr.slice(-2000)).toBe(0);
     }
     expect(existsSync(envFile)).toBe(false);
+    // The functions' ServiceAccount tokens go with the cluster.
+    expect(existsSync(join(root, '.tideway', 'local', 'kube'))).toBe(false);
     expect(await findLeftovers()).toEqual([]);
     expect(workers()).toEqual([]);
     expect(ipForward()).toBe(forwardBefore);
