@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
-import { type KV, Kvm } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/nats-core';
+import {
+  DiscardPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
 
 /** Held while a handler works on an object; `lost` aborts when another holder could have it. */
 export type LockLease = {
@@ -21,29 +26,54 @@ export class LockAbortedError extends Error {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const NS_PER_MS = 1_000_000;
 
 /**
- * Object locks across all replicas of a function, in a JetStream KV bucket whose max age is the
- * lease TTL: a holder renews (compare-and-set on the revision) every TTL/3, so a crashed holder's
- * entry ages out and the next replica takes over. Keys are hashed: KV keys allow few characters.
+ * Object locks across all replicas of a function, one subject per object in a stream of their
+ * own that keeps one message per subject for at most the lease TTL. Taking a lock is publishing
+ * on its subject expecting no message there; renewing (every TTL/3) is publishing expecting the
+ * holder's own last one, so a crashed holder's message ages out and the next replica takes over.
+ * Releasing deletes the holder's message by sequence rather than writing a tombstone (what a KV
+ * delete does): the next acquisition is then one round trip, not three (failed create, read of
+ * the tombstone, create over it), on the path of every event. Subjects are hashed object keys.
  */
-export const kvObjectLocks = async (
-  nc: NatsConnection,
-  o: { bucket?: string; owner: string; ttlMs?: number },
+export const objectLocks = async (
+  bus: { js: JetStreamClient; jsm: JetStreamManager },
+  o: { stream?: string; owner: string; ttlMs?: number },
 ): Promise<ObjectLocks> => {
   const ttlMs = o.ttlMs ?? 15_000;
-  const kv: KV = await new Kvm(nc).create(o.bucket ?? 'tideway-locks', { ttl: ttlMs, history: 1 });
-  const kvKey = (key: string) => createHash('sha256').update(key).digest('base64url');
+  const stream = o.stream ?? 'TIDEWAY_LOCKS';
+  const config = {
+    name: stream,
+    subjects: [`${stream.toLowerCase()}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    max_msgs_per_subject: 1,
+    max_age: ttlMs * NS_PER_MS,
+    // Publishes carry no message ids; the window only has to fit within max_age.
+    duplicate_window: ttlMs * NS_PER_MS,
+    deny_delete: false,
+    allow_direct: true,
+    num_replicas: 1,
+  };
+  const existing = await bus.jsm.streams.info(stream).catch(() => undefined);
+  if (!existing) await bus.jsm.streams.add(config);
+  else await bus.jsm.streams.update(stream, { ...existing.config, ...config });
+  const subjectOf = (key: string) =>
+    `${stream.toLowerCase()}.${createHash('sha256').update(key).digest('base64url')}`;
+  const put = async (subject: string, lastSubjectSequence: number) =>
+    (await bus.js.publish(subject, o.owner, { expect: { lastSubjectSequence } })).seq;
 
   return {
     acquire: async (key, { signal, onWait }) => {
-      const k = kvKey(key);
+      const subject = subjectOf(key);
       let lastBeat = Date.now();
       let revision = 0;
       for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
         if (signal?.aborted) throw new LockAbortedError(`gave up waiting for the lock of ${key}`);
         try {
-          revision = await kv.create(k, o.owner);
+          revision = await put(subject, 0);
           break;
         } catch {
           // Held by someone else (or the bus is away): wait and try again.
@@ -57,7 +87,7 @@ export const kvObjectLocks = async (
       const lost = new AbortController();
       let renewing = Promise.resolve();
       const timer = setInterval(() => {
-        renewing = kv.update(k, o.owner, revision).then(
+        renewing = put(subject, revision).then(
           (r) => {
             revision = r;
           },
@@ -74,7 +104,10 @@ export const kvObjectLocks = async (
         release: async () => {
           clearInterval(timer);
           await renewing;
-          if (!lost.signal.aborted) await kv.delete(k, { previousSeq: revision }).catch(() => undefined);
+          // Deleting by sequence removes exactly our message: if it was already replaced (we lost
+          // the lock) or aged out, there is nothing to delete and nobody else's lock is touched.
+          if (!lost.signal.aborted)
+            await bus.jsm.streams.deleteMessage(stream, revision, false).catch(() => undefined);
         },
       };
     },

@@ -11,7 +11,7 @@ import type { Deps, Handler, Service } from './handler.ts';
 import { loadExport } from './load-handler.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
-import { kvObjectLocks } from './object-lock.ts';
+import { objectLocks } from './object-lock.ts';
 import { startOpsServer } from './ops-server.ts';
 
 const zEnv = z.object({
@@ -92,7 +92,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     const kube = new KubeConfig();
     kube.loadFromDefault();
     const deps: Deps = { ...base, kube };
-    const locks = await kvObjectLocks(bus.nc, { owner: `${hostname()}/${process.pid}` });
+    const locks = await objectLocks(bus, { owner: `${hostname()}/${process.pid}` });
     const consumer = await startConsumer({
       bus,
       name,

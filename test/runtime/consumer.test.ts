@@ -10,7 +10,7 @@ import { type RunningConsumer, startConsumer } from '../../shared/runtime/consum
 import type { Handler } from '../../shared/runtime/handler.ts';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
-import { kvObjectLocks } from '../../shared/runtime/object-lock.ts';
+import { objectLocks } from '../../shared/runtime/object-lock.ts';
 import { bed, until } from '../support/bed.ts';
 
 /**
@@ -65,7 +65,7 @@ functions:
         clock: () => new Date(),
         env: {},
       };
-      const locks = await kvObjectLocks(bus.nc, { owner: id, ttlMs: 6000 });
+      const locks = await objectLocks(bus, { owner: id, ttlMs: 6000 });
       consumers.push(await startConsumer({ bus, name: fnName, fn, deps, locks, handler }));
     }
   });
