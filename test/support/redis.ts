@@ -117,6 +117,8 @@ export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
             live.every((p) => since(p.status?.conditions?.find((c) => c.type === 'Ready')) <= readySince) &&
             live.length === list.items.length &&
             live.length === (rc.spec.replicas ?? 3) &&
+            // ...and has counted them since the last of them came or went (e.g. after a scale-down).
+            rc.status.readyReplicas === live.length &&
             live.every((p) => nodes.has(p.metadata?.name ?? ''));
           return agree ? rc : undefined;
         },
