@@ -143,7 +143,7 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         stuck = setTimeout(() => {
           log.error('handler ignored cancellation; exiting so the work is redone elsewhere', { object: key });
           (o.onStuck ?? (() => process.exit(70)))();
-        }, o.stuckGraceMs ?? 30_000);
+        }, o.stuckGraceMs ?? 10_000);
       };
       signal.addEventListener('abort', watchdog, { once: true });
       const result = await run.then(

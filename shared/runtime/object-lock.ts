@@ -28,6 +28,9 @@ export class LockAbortedError extends Error {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const NS_PER_MS = 1_000_000;
 
+/** JetStream's "wrong last sequence": the subject holds someone else's lock. */
+const HELD = 10071;
+
 /**
  * Object locks across all replicas of a function, one subject per object in a stream of their
  * own that keeps one message per subject for at most the lease TTL. Taking a lock is publishing
@@ -36,14 +39,18 @@ const NS_PER_MS = 1_000_000;
  * Releasing deletes the holder's message by sequence rather than writing a tombstone (what a KV
  * delete does): the next acquisition is then one round trip, not three (failed create, read of
  * the tombstone, create over it), on the path of every event. Subjects are hashed object keys.
+ *
+ * The TTL is the stream's: the first process creates it with `ttlMs`, later ones adopt its
+ * max_age (rewriting it would expire other holders' leases early). A holder counts its lease from
+ * when it sent the last acknowledged write, and declares it lost a margin before that runs out
+ * even if no renewal could be sent (a stalled process, a hung connection).
  */
 export const objectLocks = async (
   bus: { js: JetStreamClient; jsm: JetStreamManager },
   o: { stream?: string; owner: string; ttlMs?: number },
 ): Promise<ObjectLocks> => {
-  const ttlMs = o.ttlMs ?? 15_000;
   const stream = o.stream ?? 'TIDEWAY_LOCKS';
-  const config = {
+  const config = (ttlMs: number) => ({
     name: stream,
     subjects: [`${stream.toLowerCase()}.>`],
     storage: StorageType.File,
@@ -56,27 +63,42 @@ export const objectLocks = async (
     deny_delete: false,
     allow_direct: true,
     num_replicas: 1,
+  });
+  /** The stream's lease TTL, creating the stream if it is missing. */
+  const ensure = async (): Promise<number> => {
+    const info = await bus.jsm.streams
+      .info(stream)
+      .catch(() => bus.jsm.streams.add(config(o.ttlMs ?? 15_000)))
+      // Another process created it meanwhile, maybe with another TTL: take theirs.
+      .catch(() => bus.jsm.streams.info(stream));
+    return info.config.max_age / NS_PER_MS;
   };
-  const existing = await bus.jsm.streams.info(stream).catch(() => undefined);
-  if (!existing) await bus.jsm.streams.add(config);
-  else await bus.jsm.streams.update(stream, { ...existing.config, ...config });
+  const ttl = await ensure();
   const subjectOf = (key: string) =>
     `${stream.toLowerCase()}.${createHash('sha256').update(key).digest('base64url')}`;
   const put = async (subject: string, lastSubjectSequence: number) =>
-    (await bus.js.publish(subject, o.owner, { expect: { lastSubjectSequence } })).seq;
+    (await bus.js.publish(subject, o.owner, { expect: { lastSubjectSequence }, timeout: ttl / 3 })).seq;
 
   return {
     acquire: async (key, { signal, onWait }) => {
       const subject = subjectOf(key);
       let lastBeat = Date.now();
+      let lastEnsure = 0;
       let revision = 0;
+      let sent = 0;
       for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
         if (signal?.aborted) throw new LockAbortedError(`gave up waiting for the lock of ${key}`);
+        sent = Date.now();
         try {
           revision = await put(subject, 0);
           break;
-        } catch {
-          // Held by someone else (or the bus is away): wait and try again.
+        } catch (error) {
+          // Held by someone else: wait. Anything else (the bus away, the stream gone with a wiped
+          // server): make sure the stream exists, now and then, and try again.
+          if ((error as { code?: unknown }).code !== HELD && Date.now() - lastEnsure > 1000) {
+            lastEnsure = Date.now();
+            await ensure().catch(() => undefined);
+          }
           if (Date.now() - lastBeat > 2000) {
             onWait?.();
             lastBeat = Date.now();
@@ -85,19 +107,29 @@ export const objectLocks = async (
         }
       }
       const lost = new AbortController();
-      let renewing = Promise.resolve();
+      let validUntil = sent + ttl;
+      let renewing: Promise<void> | undefined;
+      let lastRenewal = sent;
+      const lose = () => {
+        clearInterval(timer);
+        lost.abort(new LockAbortedError(`lost the lock of ${key}`));
+      };
       const timer = setInterval(() => {
+        // Checked before anything else: after a stall this is the first thing that runs.
+        if (Date.now() >= validUntil - ttl / 6) return lose();
+        if (renewing || Date.now() - lastRenewal < ttl / 3) return;
+        const at = Date.now();
+        lastRenewal = at;
         renewing = put(subject, revision).then(
           (r) => {
             revision = r;
+            validUntil = at + ttl;
+            renewing = undefined;
           },
-          () => {
-            // Someone else may hold it now: stop work on this object at once.
-            clearInterval(timer);
-            lost.abort(new LockAbortedError(`lost the lock of ${key}`));
-          },
+          // Someone else may hold it now: stop work on this object at once.
+          lose,
         );
-      }, ttlMs / 3);
+      }, ttl / 12);
       return {
         token: () => revision,
         lost: lost.signal,

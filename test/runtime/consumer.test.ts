@@ -65,7 +65,7 @@ functions:
         clock: () => new Date(),
         env: {},
       };
-      const locks = await objectLocks(bus, { owner: id, ttlMs: 6000 });
+      const locks = await objectLocks(bus, { stream: `LOCKS_${fnName}`, owner: id, ttlMs: 6000 });
       consumers.push(await startConsumer({ bus, name: fnName, fn, deps, locks, handler }));
     }
   });
@@ -74,6 +74,7 @@ functions:
     await Promise.all(consumers.map((c) => c.stop(1000)));
     for (const bus of buses) {
       await bus.jsm.consumers.delete('TIDEWAY', `fn-${fnName}`).catch(() => undefined);
+      await bus.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
       await bus.close();
     }
   });

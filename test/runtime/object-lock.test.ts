@@ -45,17 +45,42 @@ describe('object locks on JetStream', () => {
   });
 
   it("takes over a crashed holder's lock once its lease ages out, and the holder learns it lost it", async () => {
+    const crashStream = `${stream}_CRASH`;
     const crashing = await connect('locks-crash');
-    const a = await objectLocks(crashing, { stream, owner: 'a', ttlMs: 3000 });
-    const b = await objectLocks(await connect('locks-c'), { stream, owner: 'b', ttlMs: 3000 });
+    const a = await objectLocks(crashing, { stream: crashStream, owner: 'a', ttlMs: 3000 });
+    const b = await objectLocks(await connect('locks-c'), { stream: crashStream, owner: 'b', ttlMs: 3000 });
     const held = await a.acquire('Probe/ns/z', {});
     const start = Date.now();
     await crashing.close(); // renewals fail from now on
     const taken = await b.acquire('Probe/ns/z', {});
     const waited = Date.now() - start;
-    expect(waited).toBeGreaterThan(1000);
+    expect(waited).toBeGreaterThan(2500);
     expect(waited).toBeLessThan(6000);
     expect(held.lost.aborted).toBe(true);
     await taken.release();
+    await buses[0]?.jsm.streams.delete(crashStream);
+  });
+
+  it('keeps a lock past its TTL by renewing it, under the TTL of the stream that was there first', async () => {
+    const renewStream = `${stream}_RENEW`;
+    const a = await objectLocks(await connect('locks-r1'), { stream: renewStream, owner: 'a', ttlMs: 2000 });
+    // A process configured otherwise adopts the stream's TTL rather than cutting others' leases.
+    const b = await objectLocks(await connect('locks-r2'), {
+      stream: renewStream,
+      owner: 'b',
+      ttlMs: 500,
+    });
+    const held = await a.acquire('Probe/ns/r', {});
+    const meanwhile = await b.acquire('Probe/ns/r', { signal: AbortSignal.timeout(5000) }).then(
+      () => 'taken',
+      (e: unknown) => (e as Error).name,
+    );
+    expect(meanwhile).toBe('LockAbortedError');
+    expect(held.lost.aborted).toBe(false);
+    await held.release();
+    const after = await b.acquire('Probe/ns/r', { signal: AbortSignal.timeout(1000) });
+    expect(after.token()).toBeGreaterThan(held.token());
+    await after.release();
+    await buses[0]?.jsm.streams.delete(renewStream);
   });
 });
