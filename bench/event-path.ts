@@ -52,6 +52,8 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
   writeFileSync(probeFile, '');
   const baseEnv = { NATS_URL: bed.natsUrl, KUBECONFIG: bed.kubeconfig, PROBE_FILE: probeFile };
   const namespaces: string[] = [];
+  /** What must not outlive a failed run: processes and sockets of this process's own. */
+  const cleanups: (() => void)[] = [];
   const createNs = async (name: string) => {
     await core.createNamespace({ body: { metadata: { name } } });
     namespaces.push(name);
@@ -108,6 +110,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
         stdio: ['ignore', 'inherit', 'inherit'],
       });
       const informerExited = once(informerProcess, 'exit');
+      cleanups.push(() => informerProcess.kill('SIGTERM'));
       const informed = () => {
         const seen = new Map<string, number>();
         for (const l of readFileSync(informerFile, 'utf8').split('\n')) {
@@ -125,6 +128,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       await sleep(500);
 
       const load = patcher(bed.kubeconfig);
+      cleanups.push(() => load.close());
       for (const rate of o.rates) {
         const sent = new Map<string, number>();
         const total = rate * o.seconds;
@@ -269,6 +273,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
     );
     process.stderr.write(`${lines.at(-1)}\n`);
   } finally {
+    for (const cleanup of cleanups) cleanup();
     if (existsSync(dir)) await rm(dir, { recursive: true, force: true });
     // What it created must not weigh on the benchmarks after it.
     for (const name of namespaces) await core.deleteNamespace({ name }).catch(() => undefined);

@@ -132,16 +132,6 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
       );
     }
   }
-  // Measured from a running operator, as a user meets it: processes started, the watcher leading
-  // with its first list of RedisClusters done.
-  await metricsUntil(
-    watcherPort,
-    'the watcher to lead and list',
-    (page) =>
-      /^tideway_watcher_is_leader(\{[^}]*\})? 1$/m.test(page) &&
-      /^tideway_watcher_relists_total\{[^}]*kind="RedisCluster"[^}]*\} [1-9]/m.test(page),
-  );
-  for (const port of handlerPorts) await metricsUntil(port, 'a function to serve', (page) => page !== '');
   const get = async (name: string) =>
     (await custom.getNamespacedCustomObject({ ...RDC, namespace: ns, name })) as RedisCluster;
   const ready = (name: string, ok: (rc: RedisCluster) => boolean = () => true) =>
@@ -177,6 +167,7 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
           namespace: ns,
           labelSelector: `app.kubernetes.io/instance=${name}`,
         });
+        if (pods.items.length === 0) throw new Error(`${name}: Ready with no pods`);
         const podsReady = Math.max(
           ...pods.items.map((p) =>
             new Date(
@@ -204,6 +195,16 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
   };
 
   try {
+    // Measured from a running operator, as a user meets it: processes started, the watcher leading
+    // with its first list of RedisClusters done.
+    await metricsUntil(
+      watcherPort,
+      'the watcher to lead and list',
+      (page) =>
+        /^tideway_watcher_is_leader(\{[^}]*\})? 1$/m.test(page) &&
+        /^tideway_watcher_relists_total\{[^}]*kind="RedisCluster"[^}]*\} [1-9]/m.test(page),
+    );
+    for (const port of handlerPorts) await metricsUntil(port, 'a function to serve', (page) => page !== '');
     row('apply → Ready, 1 cluster of 3', await applied(['one']), await bare(1));
     const many = Array.from({ length: o.clusters }, (_, i) => `m${i}`);
     const baseMany = await bare(o.clusters);

@@ -48,7 +48,7 @@ await runTestbedForeground({
     return {};
   },
   onStop: async () => {
-    tokens?.stop();
+    await tokens?.stop();
     await functions?.stop();
     // The tokens die with the cluster; no credential files are left behind.
     await rm(join(root, '.tideway', 'local', 'kube'), { recursive: true, force: true });

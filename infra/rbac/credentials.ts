@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -22,15 +23,20 @@ const DAY = 86_400;
  * replaced atomically, so that a process reading it never sees half a token.
  */
 const mintToken = async (admin: KubeConfig, fn: string, dir: string, ttlSeconds: number) => {
-  const token = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+  const minted = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
     name: serviceAccountOf(fn),
     namespace: SYSTEM_NAMESPACE,
     body: { spec: { audiences: [], expirationSeconds: ttlSeconds } },
   });
+  const token = minted.status?.token;
+  if (!token) throw new Error(`the API server returned no token for ${serviceAccountOf(fn)}`);
   const file = join(dir, `${fn}.token`);
-  await writeFile(`${file}.tmp`, token.status?.token ?? '', { mode: 0o600 });
-  await rename(`${file}.tmp`, file);
-  return file;
+  const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(tmp, token, { mode: 0o600 });
+  await rename(tmp, file);
+  // The server may shorten the lifetime (--service-account-max-token-expiration).
+  const expires = minted.status?.expirationTimestamp;
+  return { file, expiresAt: expires ? new Date(expires).getTime() : Date.now() + ttlSeconds * 1000 };
 };
 
 /**
@@ -50,7 +56,7 @@ export const writeFunctionKubeconfig = async (o: {
   const cluster = o.admin.getCurrentCluster();
   if (!cluster) throw new Error('the admin kubeconfig has no current cluster');
   await mkdir(o.dir, { recursive: true, mode: 0o700 });
-  const tokenFile = await mintToken(o.admin, o.fn, o.dir, o.ttlSeconds ?? DAY);
+  const { file: tokenFile } = await mintToken(o.admin, o.fn, o.dir, o.ttlSeconds ?? DAY);
   const name = serviceAccountOf(o.fn);
   const config = {
     apiVersion: 'v1',
@@ -75,8 +81,9 @@ export const writeFunctionKubeconfig = async (o: {
 };
 
 /**
- * Renews the functions' tokens at half their lifetime: `npm start` outlives a day-long token, and
- * a function whose token expired would only see 401s. A failed renewal is retried a minute later.
+ * Renews the functions' tokens at half their lifetime (as the API server granted it): `npm start`
+ * outlives a day-long token, and a function whose token expired would only see 401s. A failed
+ * renewal is retried a minute later.
  */
 export const keepTokensFresh = (o: {
   admin: KubeConfig;
@@ -88,26 +95,43 @@ export const keepTokensFresh = (o: {
   const ttl = o.ttlSeconds ?? DAY;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let running: Promise<void> | undefined;
   const schedule = (ms: number) => {
+    clearTimeout(timer);
     if (stopped) return;
-    timer = setTimeout(renew, ms);
+    timer = setTimeout(() => void renew(), ms);
     timer.unref();
   };
-  const renew = async () => {
-    let failed = false;
-    for (const fn of o.fns)
-      await mintToken(o.admin, fn, o.dir, ttl).catch((error: unknown) => {
-        failed = true;
+  const mintAll = async () => {
+    let next = ttl * 1000;
+    for (const fn of o.fns) {
+      if (stopped) return;
+      try {
+        const { expiresAt } = await mintToken(o.admin, fn, o.dir, ttl);
+        next = Math.min(next, (expiresAt - Date.now()) / 2);
+      } catch (error) {
         o.onError(fn, error);
-      });
-    schedule(failed ? 60_000 : (ttl * 1000) / 2);
+        next = 60_000;
+      }
+    }
+    schedule(Math.max(next, 1000));
+  };
+  /** Renews every token now (one renewal at a time); the next is scheduled from the new ones. */
+  const renew = () => {
+    clearTimeout(timer);
+    running ??= mintAll().finally(() => {
+      running = undefined;
+    });
+    return running;
   };
   schedule((ttl * 1000) / 2);
   return {
     renew,
-    stop: () => {
+    /** No renewal after this resolves. */
+    stop: async () => {
       stopped = true;
       clearTimeout(timer);
+      await running;
     },
   };
 };

@@ -154,7 +154,7 @@ describe('function RBAC', () => {
       onError: (_fn, e) => expect.fail(String(e)),
     });
     await fresh.renew();
-    fresh.stop();
+    await fresh.stop();
     expect(readFileSync(tokenFile, 'utf8')).not.toBe(first);
     expect(await get()).toBe('kube-system');
   });
