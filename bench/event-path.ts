@@ -15,6 +15,7 @@ import { patcher } from './patcher.ts';
 import {
   BENCH_SERVERLESS,
   counterTotal,
+  metricsUntil,
   ms,
   now,
   percentile,
@@ -223,16 +224,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       BENCH_SERVERLESS,
       watcherArgs,
     );
-    await until(
-      'the idle watcher serves /metrics',
-      () =>
-        fetch(`http://127.0.0.1:${idlePort}/metrics`).then(
-          (r) => (r.ok ? true : undefined),
-          () => undefined,
-        ),
-      60_000,
-      100,
-    );
+    await metricsUntil(idlePort, 'the idle watcher to serve /metrics', (page) => page !== '');
     await sleep(3000);
     const idleRss = idle.peakRssMiB();
     await idle.stop();
@@ -251,17 +243,15 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       watcherArgs,
     );
     let published = 0;
-    await until(
+    // A timeout is a result too: the line below says how many were published.
+    await metricsUntil(
+      port,
       'every object published',
-      async () => {
-        const page = await fetch(`http://127.0.0.1:${port}/metrics`)
-          .then((r) => r.text())
-          .catch(() => '');
+      (page) => {
         published = counterTotal(page, 'tideway_watcher_published_total');
-        return published >= o.relist ? true : undefined;
+        return published >= o.relist;
       },
       300_000,
-      100,
     ).catch(() => undefined);
     const relistMs = now() - w0;
     const rss = cold.peakRssMiB();
