@@ -5,7 +5,7 @@ import { fromMessage } from '../events/nats-binding.ts';
 import { filterSubject, objectKeyOf, STREAM } from '../events/subjects.ts';
 import { backoffMs } from './backoff.ts';
 import { type FunctionConfig, toMs } from './config.ts';
-import { type Deps, type Handler, type Outcome, toOutcome } from './handler.ts';
+import { type Deps, type Handler, LockLostError, type Outcome, toOutcome } from './handler.ts';
 import { keyedScheduler } from './keyed-scheduler.ts';
 import type { ObjectLocks } from './object-lock.ts';
 import { reportFailure } from './report.ts';
@@ -136,6 +136,12 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         attempt,
         maxAttempts: fn.maximumRetryAttempts,
         signal,
+        fence: () => {
+          if (!lease.held())
+            throw new LockLostError(`lost the lock of ${key}; not acting on a stale decision`);
+          if (signal.aborted) throw signal.reason;
+        },
+        lockToken: () => lease.token(),
       });
       // The lock is held until the handler really ends, even past its timeout: releasing it early
       // would let another replica work on the same object at the same time.

@@ -66,7 +66,22 @@ export type HandlerContext = Deps & {
   readonly maxAttempts: number;
   /** Aborted on timeout, on shutdown past the drain deadline, or when the object lock is lost. */
   readonly signal: AbortSignal;
+  /**
+   * Throws LockLostError unless this run still holds its object's lock, judged by the clock now.
+   * Call it right before every mutation (a Kubernetes write, a Redis command that changes a
+   * role): a handler that stalled past its lease must not act on what it decided before.
+   */
+  readonly fence: () => void;
+  /** The lock's fencing token: it grows with every renewal and with every new holder. */
+  readonly lockToken: () => number;
 };
+
+/** The object lock ran out (a stall, a lost connection): stop; another replica redoes the work. */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  readonly retry = true;
+  readonly reason = 'LockLost';
+}
 
 /** Resolving to undefined means done. */
 export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined>;

@@ -12,6 +12,12 @@ export type LockLease = {
   /** Fencing token: grows with every renewal, so a stale holder's writes can be told apart. */
   readonly token: () => number;
   readonly lost: AbortSignal;
+  /**
+   * Whether the lease is still ours, judged by the clock now, not by a timer that a stalled
+   * process has not run yet: a process that wakes up after a pause must not act on the lease it
+   * had before. Call it right before every mutation (HandlerContext.fence does).
+   */
+  held(): boolean;
   release(): Promise<void>;
 };
 
@@ -133,6 +139,10 @@ export const objectLocks = async (
       return {
         token: () => revision,
         lost: lost.signal,
+        held: () => {
+          if (!lost.signal.aborted && Date.now() >= validUntil - ttl / 6) lose();
+          return !lost.signal.aborted;
+        },
         release: async () => {
           clearInterval(timer);
           await renewing;
