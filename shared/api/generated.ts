@@ -219,6 +219,10 @@ export const zRedisClusterStatus = z.looseObject({
     name: z.string().optional(),
     completedAt: z.string().optional(),
   }).optional(),
+  replication: z.looseObject({
+    id: z.string().max(64).optional(),
+    offset: z.number().int().optional(),
+  }).optional(),
   failover: z.looseObject({
     masterUnreachableSince: z.string().optional(),
     last: z.looseObject({
