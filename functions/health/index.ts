@@ -50,6 +50,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       ),
       publisher: ctx.publisher,
       source: event.source,
+      fence: ctx.fence,
     });
     // Lost the compare-and-set: the record moved on; assess again from the new one.
     if (!result.done) return retryAfter(200, 'MasterChanged');
@@ -63,17 +64,21 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   }
 
   const o = observe(rc, instances, master, pods);
+  // The history the serving master holds: only a replica of it may be promoted next time.
+  const served = instances.find((i) => i.pod === master)?.replication;
+  const history = served?.role === 'master' ? { id: served.replid, offset: served.offset } : undefined;
   const healthy = a.failover
     ? {
         type: 'Healthy',
         status: 'False' as const,
         reason: 'FailedOver',
-        message: `master ${a.failover.from} was unreachable for ${rc.spec.failover?.after ?? '5s'}; ${a.failover.to} promoted`,
+        message: `master ${a.failover.from} was ${a.failover.reason === 'MasterBehind' ? 'behind a replica' : 'unreachable'} for ${rc.spec.failover?.after ?? '5s'}; ${a.failover.to} promoted`,
       }
     : a.healthy;
   await writeStatus((s) => {
     // Never write over a master someone else recorded meanwhile (a switchover by reconcile).
     if ((s.master ?? undefined) !== master) return undefined;
+    ctx.fence();
     let conditions = s.conditions as Condition[] | undefined;
     for (const c of [...o.conditions, healthy])
       conditions = setCondition(conditions, c, rc.metadata.generation);
@@ -82,7 +87,13 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     const failover = { ...previous };
     if (a.failover || !a.masterUnreachableSince) delete failover.masterUnreachableSince;
     else failover.masterUnreachableSince = a.masterUnreachableSince;
-    return { ...others, ...rest, conditions, ...(Object.keys(failover).length ? { failover } : {}) };
+    return {
+      ...others,
+      ...rest,
+      conditions,
+      ...(history ? { replication: history } : {}),
+      ...(Object.keys(failover).length ? { failover } : {}),
+    };
   });
   if (a.failover) return retryAfter(1000, 'FailedOver'); // see the new topology settle
   return a.recheckMs ? retryAfter(a.recheckMs, 'MasterUnreachable') : done;

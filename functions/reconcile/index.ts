@@ -1,27 +1,32 @@
 import { CoreV1Api, EventsV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
-import { serverSideApply } from '../../shared/kube/apply.ts';
+import type { RedisCluster } from '../../shared/api/generated.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { eventRecorder } from '../../shared/kube/events.ts';
-import {
-  authConfSecretFor,
-  configMapFor,
-  hashOf,
-  pdbFor,
-  servicesFor,
-  statefulSetFor,
-} from '../../shared/rediscluster/desired.ts';
+import { OwnershipConflict } from '../../shared/kube/ownership.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
-import { FIELD_MANAGER, ordinalOf } from '../../shared/rediscluster/names.ts';
+import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
+import { applyOwned } from '../../shared/rediscluster/owned.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
 import { onInstance, probeInstances } from '../../shared/rediscluster/probe.ts';
-import { ConfigRejected } from '../../shared/rediscluster/redis-conf.ts';
 import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
 import { switchover, switchoverTarget } from '../../shared/rediscluster/switchover.ts';
-import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import {
+  done,
+  type HandlerContext,
+  LockLostError,
+  type Outcome,
+  retryAfter,
+  TemporaryError,
+} from '../../shared/runtime/handler.ts';
+
+type Status = NonNullable<RedisCluster['status']>;
+
+const masterChanged = () =>
+  new TemporaryError('MasterChanged', 'status.master changed meanwhile; looking again', 200);
 
 /**
  * reconcile: makes a RedisCluster's world match its spec — owned objects by server-side apply,
@@ -50,73 +55,84 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     ctx.function,
     (error) => ctx.log.warn('event not recorded', { error }),
   );
-  const apply = serverSideApply(ctx.kube, FIELD_MANAGER);
-
-  const password = await readPassword(ctx.kube, rc, true);
-  let configMap: ReturnType<typeof configMapFor>;
-  try {
-    configMap = configMapFor(rc);
-  } catch (error) {
-    if (!(error instanceof ConfigRejected)) throw error;
-    // Nothing running is touched because of a bad edit: report it and wait for the next one.
-    await writeStatus((s) => ({
+  const recordedMaster = rc.status?.master;
+  let expectedMaster = recordedMaster;
+  /** Status writes never change status.master behind another writer's back (compare-and-set). */
+  const writeOwnStatus = (mutate: (s: Status) => Status | undefined) =>
+    writeStatus((s) => {
+      if ((s.master ?? undefined) !== expectedMaster) throw masterChanged();
+      ctx.fence();
+      return mutate(s);
+    });
+  const refuse = async (r: { reason: string; message: string }) => {
+    // Nothing running is touched because of a bad edit or a conflict: report it, wait for a change.
+    await writeOwnStatus((s) => ({
       ...s,
       conditions: setCondition(
         s.conditions as Condition[],
-        { type: 'Reconciled', status: 'False', reason: error.reason, message: error.message },
+        { type: 'Reconciled', status: 'False', ...r },
         generation,
       ),
     }));
+    ctx.log.warn('not reconciled', r);
     return done;
+  };
+
+  let password: string;
+  try {
+    password = await readPassword(ctx.kube, rc, true);
+  } catch (error) {
+    if (error instanceof OwnershipConflict) return refuse(error);
+    throw error;
   }
-  const authConf = authConfSecretFor(rc, password);
-  await apply(configMap);
-  await apply(authConf);
   const desired = rc.spec.replicas ?? 3;
   // Scaling down never takes the master away: the StatefulSet keeps it until it has handed over.
-  const masterOrdinal = rc.status?.master ? ordinalOf(rc.metadata.name, rc.status.master) : -1;
+  const masterOrdinal = recordedMaster ? ordinalOf(rc.metadata.name, recordedMaster) : -1;
   const stsReplicas = Math.max(desired, masterOrdinal + 1);
-  const sts = await apply(
-    statefulSetFor(
-      rc,
-      hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`),
-      stsReplicas,
-    ),
-  );
-  for (const svc of servicesFor(rc)) await apply(svc);
-  await apply(pdbFor(rc));
+  const applied = await applyOwned({ kube: ctx.kube, rc, password, stsReplicas, fence: ctx.fence });
+  if (!('sts' in applied)) return refuse(applied);
+  const { sts } = applied;
 
-  const pods = await listPods(ctx.kube, rc);
+  const pods = await listPods(ctx.kube, rc, sts.metadata?.uid);
   const instances = await probeInstances(rc.metadata.name, pods, password);
-  const plan = planTopology(instances, rc.status?.master);
-  const converged = plan.commands.length === 0 && plan.labels.length === 0;
+  const plan = planTopology(instances, recordedMaster, desired);
+  if (plan.master !== recordedMaster) {
+    // The record first (compare-and-set), then the servers: two deciders never both act.
+    const written = await writeOwnStatus((s) => ({ ...s, master: plan.master }));
+    if (written?.status?.master !== plan.master) throw masterChanged();
+    expectedMaster = plan.master;
+  }
+  const converged = plan.commands.length === 0 && plan.labels.length === 0 && plan.blocked.length === 0;
   const failed = new Set<string>();
   for (const c of plan.commands) {
     try {
+      ctx.fence();
       await onInstance(c.ip, password, (r) => r.command(...c.args));
       ctx.log.info('topology', { pod: c.pod, command: c.args.join(' ') });
     } catch (error) {
+      if (error instanceof LockLostError) throw error;
       failed.add(c.pod);
       ctx.log.warn('topology command failed', { pod: c.pod, command: c.args[0], error });
     }
   }
   for (const l of plan.labels) {
     // An instance whose command failed is not known to play its part: no label for it.
+    ctx.fence();
     await labelPod(ctx.kube, key.namespace, l.pod, failed.has(l.pod) ? null : l.role);
   }
-  if (plan.change && plan.change.reason !== 'Initial') {
+  if (plan.change?.reason === 'Adopted') {
     await recorder.record({
       regarding,
       type: 'Warning',
-      reason: plan.change.reason,
+      reason: 'Adopted',
       action: 'Switchover',
-      note: `master ${plan.change.from ?? '(none)'} → ${plan.master}: ${plan.change.reason === 'MasterBehind' ? 'the master came back with less data than a replica' : 'adopted the running master'}`,
+      note: `master ${plan.change.from ?? '(none)'} → ${plan.master}: adopted the running master`,
     });
   }
 
   const after =
     plan.commands.length > 0
-      ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), password)
+      ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc, sts.metadata?.uid), password)
       : instances;
   const o = observe(rc, after, plan.master, pods);
   const inSync = converged && o.phase === 'Ready' && o.nodes?.every((n) => n.ready) === true;
@@ -124,7 +140,9 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   // At most one disruptive step per run, and only from a cluster in sync.
   let step: RolloutStep = { kind: 'none' };
-  let progress = { reason: 'Applied', message: 'owned objects match the spec' };
+  let progress = plan.blocked.length
+    ? { reason: 'TopologyBlocked', message: plan.blocked.join('; ') }
+    : { reason: 'Applied', message: 'owned objects match the spec' };
   if (stsReplicas > desired) {
     const to = m && inSync ? switchoverTarget(after, m, (i) => i.ordinal < desired) : undefined;
     const why = `scaling down to ${desired}: ${m?.pod} hands the master role over first`;
@@ -138,7 +156,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     if (step.kind !== 'none') progress = { reason: 'RollingUpdate', message: step.why };
   }
 
-  await writeStatus((s) => {
+  await writeOwnStatus((s) => {
     let conditions = s.conditions as Condition[] | undefined;
     for (const c of o.conditions) conditions = setCondition(conditions, c, generation);
     conditions = setCondition(conditions, { type: 'Reconciled', status: 'True', ...progress }, generation);
@@ -157,11 +175,19 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       why: step.why,
       log: ctx.log,
       recorder,
+      fence: ctx.fence,
     });
     return retryAfter(200, 'Switchover');
   }
   if (step.kind === 'deletePod') {
-    await ctx.kube.makeApiClient(CoreV1Api).deleteNamespacedPod({ namespace: key.namespace, name: step.pod });
+    const uid = pods.find((p) => p.metadata?.name === step.pod)?.metadata?.uid;
+    ctx.fence();
+    // That very pod (uid precondition): never one that replaced it meanwhile.
+    await ctx.kube.makeApiClient(CoreV1Api).deleteNamespacedPod({
+      namespace: key.namespace,
+      name: step.pod,
+      ...(uid ? { body: { preconditions: { uid } } } : {}),
+    });
     ctx.log.info('rolling update', { pod: step.pod, why: step.why });
     await recorder.record({
       regarding,
@@ -174,5 +200,6 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   }
   if (step.kind === 'wait') return retryAfter(2000, progress.reason);
   // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
+  if (plan.blocked.length > 0) return retryAfter(2000, 'TopologyBlocked');
   return converged && o.phase === 'Ready' ? done : retryAfter(1000, 'Converging');
 };

@@ -45,7 +45,20 @@ describe('INFO parsing', () => {
       linkUp: true,
       syncInProgress: false,
       replid: 'abc',
+      replid2: '',
+      linkDownSeconds: 0,
     });
+  });
+
+  it('tells how long a replica has had its link down, and when it never had one', () => {
+    const down = (since: string) =>
+      parseReplication(
+        `# Replication\r\nrole:slave\r\nmaster_link_status:down\r\nmaster_link_down_since_seconds:${since}\r\nmaster_replid2:def\r\n`,
+      );
+    expect(down('12')).toMatchObject({ linkUp: false, linkDownSeconds: 12, replid2: 'def' });
+    // Redis 7: -1 for "never connected since start"; older servers: seconds since the epoch.
+    expect(down('-1')).toMatchObject({ linkDownSeconds: Number.POSITIVE_INFINITY });
+    expect(down('1795000000')).toMatchObject({ linkDownSeconds: Number.POSITIVE_INFINITY });
   });
 
   it('tells Redis from Valkey', () => {

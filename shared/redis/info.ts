@@ -35,9 +35,28 @@ export type Replication =
       linkUp: boolean;
       syncInProgress: boolean;
       replid: string;
+      /** The history it continued from after a promotion or a partial resync (master_replid2). */
+      replid2: string;
+      /**
+       * Seconds since the link to its master went down; Infinity when it never came up since the
+       * server started (Redis 7 reports -1; older servers the seconds since the epoch).
+       */
+      linkDownSeconds: number;
     };
 
 const num = (v: string | undefined) => (v === undefined ? 0 : Number(v));
+const NO_HISTORY = '0000000000000000000000000000000000000000';
+
+const linkDownSeconds = (r: Record<string, string>) => {
+  if (r.master_link_status === 'up') return 0;
+  const v = r.master_link_down_since_seconds;
+  const n = v === undefined ? Number.NaN : Number(v);
+  // -1: never connected since start; a value above ten years is an older server's epoch seconds.
+  return Number.isFinite(n) && n >= 0 && n < 315_360_000 ? n : Number.POSITIVE_INFINITY;
+};
+
+/** A history id that names real data (not the zero id of a server that never had a master). */
+export const isHistory = (id: string | undefined) => !!id && id !== NO_HISTORY;
 
 /** The replication section of INFO, in the shape failover decisions need. */
 export const parseReplication = (info: string): Replication => {
@@ -65,6 +84,8 @@ export const parseReplication = (info: string): Replication => {
     linkUp: r.master_link_status === 'up',
     syncInProgress: r.master_sync_in_progress === '1',
     replid: r.master_replid ?? '',
+    replid2: r.master_replid2 ?? '',
+    linkDownSeconds: linkDownSeconds(r),
   };
 };
 

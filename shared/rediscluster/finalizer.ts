@@ -7,6 +7,7 @@ import {
 } from '@kubernetes/client-node';
 import type { RedisCluster } from '../api/generated.ts';
 import { isNotFound } from '../kube/errors.ts';
+import { controlledBy } from '../kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../kube/resources.ts';
 import { listPods } from './kube.ts';
 import { FINALIZER, namesOf } from './names.ts';
@@ -33,24 +34,39 @@ export const addFinalizer = (kc: KubeConfig, rc: RedisCluster) =>
 
 /**
  * Deletion: the StatefulSet goes first and the RedisCluster stays (phase Deleting) until its last
- * server process is gone, so "deleted" means nothing is still running. Services, ConfigMap and
- * Secrets follow through owner references. PVCs are kept (data is never deleted implicitly).
+ * server process is gone, so "deleted" means nothing is still running. Only a StatefulSet this
+ * cluster controls is deleted, and only that very object (uid precondition): one of the same name
+ * that belongs to someone else survives the cluster. Services, ConfigMap and Secrets follow
+ * through owner references. PVCs are kept (data is never deleted implicitly).
  * Returns true when the finalizer was removed.
  */
 export const finalize = async (kc: KubeConfig, rc: RedisCluster): Promise<boolean> => {
   if (!hasFinalizer(rc)) return true;
   const n = namesOf(rc);
-  await kc
-    .makeApiClient(AppsV1Api)
-    .deleteNamespacedStatefulSet({
-      namespace: n.namespace,
-      name: n.statefulSet,
-      propagationPolicy: 'Background',
-    })
+  const apps = kc.makeApiClient(AppsV1Api);
+  const sts = await apps
+    .readNamespacedStatefulSet({ namespace: n.namespace, name: n.statefulSet })
     .catch((error: unknown) => {
-      if (!isNotFound(error)) throw error;
+      if (isNotFound(error)) return undefined;
+      throw error;
     });
-  if ((await listPods(kc, rc)).length > 0) return false;
+  const ours = sts && controlledBy(sts, rc.metadata.uid ?? '');
+  if (ours)
+    await apps
+      .deleteNamespacedStatefulSet({
+        namespace: n.namespace,
+        name: n.statefulSet,
+        propagationPolicy: 'Background',
+        body: { preconditions: { uid: sts.metadata?.uid ?? '' } },
+      })
+      .catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+  // Pods of a foreign StatefulSet by that name are not ours to wait for.
+  const pods = (await listPods(kc, rc)).filter(
+    (p) => ours || !sts || !p.metadata?.ownerReferences?.some((r) => r.uid === sts.metadata?.uid),
+  );
+  if (pods.length > 0) return false;
   await setFinalizers(
     kc,
     rc,

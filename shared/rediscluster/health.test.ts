@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../api/generated.ts';
-import { assessHealth, bestReplica } from './health.ts';
+import { assessHealth } from './health.ts';
 import type { Instance } from './probe.ts';
 
 const ip = (ordinal: number) => `10.0.0.${ordinal + 10}`;
@@ -16,7 +16,7 @@ const replica = (
   ordinal: number,
   offset: number,
   of = 0,
-  more: { syncInProgress?: boolean } = {},
+  more: { syncInProgress?: boolean; replid?: string; replid2?: string; linkDownSeconds?: number } = {},
 ): Instance => ({
   pod: `r-${ordinal}`,
   ordinal,
@@ -30,7 +30,9 @@ const replica = (
     masterPort: 6379,
     linkUp: true,
     syncInProgress: more.syncInProgress ?? false,
-    replid: 'a',
+    replid: more.replid ?? 'a',
+    replid2: more.replid2 ?? '',
+    linkDownSeconds: more.linkDownSeconds ?? 0,
   },
 });
 const down = (ordinal: number): Instance => ({
@@ -124,7 +126,8 @@ describe('assessHealth', () => {
       now,
     );
     expect(alone.failover).toBeUndefined();
-    expect(alone.healthy.message).toContain('no replica');
+    expect(alone.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
+    expect(alone.healthy.message).toContain('no replica can take over');
   });
 
   it('treats a master that answers as a fenced replica as reconcile’s to fix, not as down', () => {
@@ -138,8 +141,55 @@ describe('assessHealth', () => {
   });
 });
 
-describe('bestReplica', () => {
+describe('promotion: only a replica that holds the data', () => {
+  const lost = {
+    master: 'r-0',
+    replication: { id: 'a', offset: 100 },
+    failover: { masterUnreachableSince: '2026-11-23T10:00:00Z' },
+  };
+
   it('breaks an offset tie by the lowest ordinal, so every assessor picks the same', () => {
-    expect(bestReplica([down(0), replica(2, 100), replica(1, 100)], 'r-0')?.pod).toBe('r-1');
+    const a = assessHealth(cluster(lost), [down(0), replica(2, 100), replica(1, 100)], now);
+    expect(a.failover?.to).toBe('r-1');
+  });
+
+  it('promotes no one when the only replica that answers never synced (NoSafeCandidate)', () => {
+    // r-1 holds the data but is down; r-2 was added by a scale-up and never synced from the master.
+    const empty = replica(2, 1, 0, { replid: 'f'.repeat(40), linkDownSeconds: Number.POSITIVE_INFINITY });
+    const a = assessHealth(cluster(lost), [down(0), down(1), empty], now);
+    expect(a.failover).toBeUndefined();
+    expect(a.healthy).toMatchObject({ status: 'False', reason: 'NoSafeCandidate' });
+    expect(a.healthy.message).toContain('r-2 holds data of another replication history');
+  });
+
+  it('refuses a replica whose link went down before the master was lost, whatever its offset', () => {
+    const stale = replica(1, 500, 0, { linkDownSeconds: 3600 });
+    const a = assessHealth(cluster(lost), [down(0), stale, replica(2, 90, 0, { linkDownSeconds: 9 })], now);
+    expect(a.failover?.to).toBe('r-2');
+  });
+
+  it('refuses a replica of another replication history, accepts one that continued it (replid2)', () => {
+    const foreign = replica(1, 900, 0, { replid: 'b' });
+    const continued = replica(2, 90, 0, { replid: 'c', replid2: 'a' });
+    const a = assessHealth(cluster(lost), [down(0), foreign, continued], now);
+    expect(a.failover?.to).toBe('r-2');
+  });
+
+  it('fails over from a master that came back with less data than a replica, once the clock ran out', () => {
+    const fenced = {
+      ...replica(0, 40),
+      replication: { ...replica(0, 40).replication!, linkUp: false, masterHost: '127.0.0.1' },
+    } as Instance;
+    const a = assessHealth(cluster(lost), [fenced, replica(1, 100, 0, { linkDownSeconds: 8 })], now);
+    expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
+  });
+
+  it('records the history of a serving master', () => {
+    const a = assessHealth(
+      cluster({ master: 'r-0' }),
+      [master(0, 100), replica(1, 100), replica(2, 100)],
+      now,
+    );
+    expect(a.history).toEqual({ id: 'a', offset: 100 });
   });
 });

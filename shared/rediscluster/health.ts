@@ -3,13 +3,16 @@ import type { RedisCluster } from '../api/generated.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
 import { REDIS_PORT } from './names.ts';
 import type { Instance } from './probe.ts';
+import { type History, promotionCandidates } from './promotion.ts';
 
 export type Assessment = {
   healthy: ConditionInput;
   /** When the master was first found unreachable (kept across runs); undefined when it serves. */
   masterUnreachableSince: string | undefined;
-  /** Promote `to` now: the master has been unreachable for failover.after. */
-  failover?: { from: string; to: string; reason: 'MasterUnreachable' };
+  /** Promote `to` now: the master has been lost for failover.after. */
+  failover?: { from: string; to: string; reason: 'MasterUnreachable' | 'MasterBehind' };
+  /** The replication history the serving master holds, to record (status.replication). */
+  history?: History;
   /** Look again this soon: the failover clock is running. */
   recheckMs?: number;
 };
@@ -17,72 +20,76 @@ export type Assessment = {
 const answers = (i: Instance | undefined) => i?.replication !== undefined && !i.terminating;
 
 /**
- * The replica to promote: it answers, it is a replica that is not in the middle of a full sync
- * (its data set would be partial), and it has the highest replication offset (the most writes);
- * the lowest ordinal breaks a tie so that two assessors agree.
+ * A recorded master that answers as a replica of nothing (it restarted fenced) while another
+ * instance holds more of the data: it restarted from an older snapshot, or empty. Reinstating it
+ * would wipe the replicas, so it counts as lost, like one that does not answer.
  */
-export const bestReplica = (instances: readonly Instance[], exclude: string | undefined) =>
-  instances
-    .filter(
-      (i) =>
-        i.pod !== exclude &&
-        answers(i) &&
-        i.replication?.role === 'replica' &&
-        !i.replication.syncInProgress &&
-        i.ip !== undefined,
-    )
-    .sort((a, b) => (b.replication?.offset ?? 0) - (a.replication?.offset ?? 0) || a.ordinal - b.ordinal)[0];
+export const masterBehind = (instances: readonly Instance[], m: Instance | undefined) => {
+  const r = m?.replication;
+  if (!m || !answers(m) || r?.role !== 'replica' || r.linkUp) return undefined;
+  return instances.find((i) => i !== m && answers(i) && (i.replication?.offset ?? 0) > Math.max(0, r.offset));
+};
 
 /**
  * Health of a cluster from one probe of every instance, and whether the failover clock ran out.
- * The master is unreachable when its server does not answer (pod gone, process down, network);
- * a master that answers as a fenced replica after a restart is reconcile's to put back, not a
- * reason to fail over.
+ * The master is lost when its server does not answer (pod gone, process down, network), or when
+ * it came back with less data than a replica; a master that answers fenced with all the data is
+ * reconcile's to put back, not a reason to fail over. Only a replica of the cluster's replication
+ * history that followed the master until it was lost is promoted (promotionCandidates); with none,
+ * the cluster stays without a master and says so, rather than lose data.
  */
 export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], now: Date): Assessment => {
   const masterName = rc.status?.master;
   const desired = rc.spec.replicas ?? 3;
   const m = instances.find((i) => i.pod === masterName);
   const since = rc.status?.failover?.masterUnreachableSince;
+  const ahead = masterBehind(instances, m);
 
-  if (!answers(m)) {
+  if (!answers(m) || ahead) {
     const start = since ?? now.toISOString();
-    const afterMs = parseDuration(rc.spec.failover?.after ?? '5s');
+    const after = rc.spec.failover?.after ?? '5s';
+    const afterMs = parseDuration(after);
     const downMs = now.getTime() - Date.parse(start);
     const enabled = rc.spec.failover?.enabled ?? true;
-    const candidate = bestReplica(instances, masterName);
+    const { safe, refused } = promotionCandidates(instances, {
+      master: masterName,
+      history: rc.status?.replication,
+      masterDownSeconds: downMs / 1000,
+    });
+    const candidate = safe[0];
     const healthy = (reason: string, message: string): ConditionInput => ({
       type: 'Healthy',
       status: 'False',
       reason,
       message,
     });
-    const down = `master ${masterName} unreachable for ${(downMs / 1000).toFixed(1)}s${m?.error ? ` (${m.error})` : ''}`;
+    const down = ahead
+      ? `master ${masterName} came back with less data than ${ahead.pod} (offset ${m?.replication?.offset} < ${ahead.replication?.offset}) and is kept out of service`
+      : `master ${masterName} unreachable for ${(downMs / 1000).toFixed(1)}s${m?.error ? ` (${m.error})` : ''}`;
+    const base = { masterUnreachableSince: start };
+    const lost = ahead ? 'MasterBehind' : 'MasterUnreachable';
     if (!enabled)
       return {
-        healthy: healthy(
-          'MasterUnreachable',
-          `${down}; automatic failover is disabled (spec.failover.enabled)`,
-        ),
-        masterUnreachableSince: start,
+        ...base,
+        healthy: healthy(lost, `${down}; automatic failover is disabled (spec.failover.enabled)`),
       };
     if (!candidate)
       return {
-        healthy: healthy('MasterUnreachable', `${down}; no replica answers that could take over`),
-        masterUnreachableSince: start,
+        ...base,
+        healthy: healthy(
+          'NoSafeCandidate',
+          `${down}; no replica can take over without losing data: ${refused.map((r) => `${r.pod} ${r.why}`).join('; ') || 'there is none'}. The cluster stays without a master until ${masterName} or an up-to-date replica returns`,
+        ),
       };
     if (downMs >= afterMs && masterName)
       return {
+        ...base,
         healthy: healthy('FailingOver', `${down}; promoting ${candidate.pod}`),
-        masterUnreachableSince: start,
-        failover: { from: masterName, to: candidate.pod, reason: 'MasterUnreachable' },
+        failover: { from: masterName, to: candidate.pod, reason: lost },
       };
     return {
-      healthy: healthy(
-        'MasterUnreachable',
-        `${down}; ${candidate.pod} takes over after ${rc.spec.failover?.after ?? '5s'}`,
-      ),
-      masterUnreachableSince: start,
+      ...base,
+      healthy: healthy(lost, `${down}; ${candidate.pod} takes over after ${after}`),
       recheckMs: Math.max(100, Math.min(1000, afterMs - downMs)),
     };
   }
@@ -116,5 +123,8 @@ export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], n
           }
         : { type: 'Healthy', status: 'False', reason, message: problems.join('; ') },
     masterUnreachableSince: undefined,
+    ...(m?.replication?.role === 'master'
+      ? { history: { id: m.replication.replid, offset: m.replication.offset } }
+      : {}),
   };
 };

@@ -8,19 +8,35 @@ import {
 } from '@kubernetes/client-node';
 import type { RedisCluster } from '../api/generated.ts';
 import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
+import { controlledBy, OwnershipConflict } from '../kube/ownership.ts';
 import { TemporaryError, TerminalError } from '../runtime/handler.ts';
 import { generatedAuthSecretFor } from './desired.ts';
 import { LABEL, namesOf, type Role, selectorLabels } from './names.ts';
 
-/** The cluster's pods, as the StatefulSet made them. */
-export const listPods = async (kc: KubeConfig, rc: RedisCluster): Promise<V1Pod[]> => {
+/**
+ * The cluster's pods, as its StatefulSet made them: labels alone are not proof (anyone can label
+ * a pod), the controller reference to the StatefulSet is; with `statefulSetUid`, to that very one.
+ */
+export const listPods = async (
+  kc: KubeConfig,
+  rc: RedisCluster,
+  statefulSetUid?: string,
+): Promise<V1Pod[]> => {
   const n = namesOf(rc);
   const selector = Object.entries(selectorLabels(n.name))
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   return (
     await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: n.namespace, labelSelector: selector })
-  ).items;
+  ).items.filter((p) =>
+    (p.metadata?.ownerReferences ?? []).some(
+      (r) =>
+        r.controller === true &&
+        r.kind === 'StatefulSet' &&
+        r.name === n.statefulSet &&
+        (statefulSetUid === undefined || r.uid === statefulSetUid),
+    ),
+  );
 };
 
 /**
@@ -32,6 +48,11 @@ export const readPassword = async (kc: KubeConfig, rc: RedisCluster, create: boo
   const n = namesOf(rc);
   const read = async () => {
     const s = await core.readNamespacedSecret({ namespace: n.namespace, name: n.authSecret });
+    // A generated Secret is ours; one by that name that is not is someone else's: never use it.
+    if (n.generatedAuthSecret && !controlledBy(s, rc.metadata.uid ?? ''))
+      throw new OwnershipConflict(
+        `Secret ${n.authSecret} already exists and is not managed by this cluster; Tideway neither uses nor changes it. Name the password Secret in spec.auth.secretName, or rename the cluster`,
+      );
     const b64 = s.data?.password;
     if (!b64) throw new TerminalError('AuthSecretInvalid', `Secret ${n.authSecret} has no key "password"`);
     return Buffer.from(b64, 'base64').toString();

@@ -49,6 +49,8 @@ const replica = (
     linkUp: of !== '127.0.0.1',
     syncInProgress: false,
     replid: 'r',
+    replid2: '',
+    linkDownSeconds: of === '127.0.0.1' ? Number.POSITIVE_INFINITY : 0,
   },
 });
 const down = (pod: string, ordinal: number, role?: 'master' | 'replica'): Instance => ({
@@ -93,7 +95,7 @@ describe('topology plan', () => {
       ],
       'c-0',
     );
-    expect(plan).toEqual({ master: 'c-0', commands: [], labels: [] });
+    expect(plan).toEqual({ master: 'c-0', commands: [], labels: [], blocked: [] });
   });
 
   it('puts a pod that came back (fenced, as a replica of nothing) back in its place', () => {
@@ -111,7 +113,7 @@ describe('topology plan', () => {
     expect(plan.labels).toEqual([{ pod: 'c-2', role: 'replica' }]);
   });
 
-  it('never lets replicas follow a master that came back with less data; promotes the most advanced', () => {
+  it('never lets replicas follow a master that came back with less data, and promotes no one itself', () => {
     const plan = planTopology(
       [
         replica('c-0', 0, 50, '127.0.0.1', 'master'),
@@ -120,14 +122,59 @@ describe('topology plan', () => {
       ],
       'c-0',
     );
-    expect(plan.master).toBe('c-2');
-    expect(plan.change).toEqual({ from: 'c-0', reason: 'MasterBehind' });
-    expect(plan.commands[0]).toEqual({ pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', 'NO', 'ONE'] });
-    // The old master loses its label before the new one gets it.
-    expect(plan.labels).toEqual([
-      { pod: 'c-0', role: 'replica' },
-      { pod: 'c-2', role: 'master' },
-    ]);
+    // Health decides on a failover, with its rules; reconcile keeps the record and sends nothing.
+    expect(plan.master).toBe('c-0');
+    expect(plan.change).toBeUndefined();
+    expect(plan.commands).toEqual([]);
+    expect(plan.labels).toEqual([{ pod: 'c-0', role: null }]);
+    expect(plan.blocked.join()).toMatch(/c-0 came back with less data than c-1/);
+  });
+
+  it("never promotes when the recorded master's pod is absent (between a delete and its re-creation)", () => {
+    const plan = planTopology(
+      [replica('c-1', 1, 100, '10.0.0.10', 'replica'), replica('c-2', 2, 100, '10.0.0.10', 'replica')],
+      'c-0',
+    );
+    expect(plan.master).toBe('c-0');
+    expect(plan.change).toBeUndefined();
+    expect(plan.commands).toEqual([]);
+    expect(plan.labels).toEqual([]);
+    expect(plan.blocked).toEqual(['master c-0 does not answer']);
+  });
+
+  it('makes the instance with the most data the first master of a cluster re-created on old volumes', () => {
+    const plan = planTopology(
+      [
+        replica('c-0', 0, 1, '127.0.0.1'),
+        replica('c-1', 1, 5000, '127.0.0.1'),
+        replica('c-2', 2, 4000, '127.0.0.1'),
+      ],
+      undefined,
+      3,
+    );
+    expect(plan.master).toBe('c-1');
+    expect(plan.commands[0]).toEqual({ pod: 'c-1', ip: '10.0.0.11', args: ['REPLICAOF', 'NO', 'ONE'] });
+  });
+
+  it('chooses no first master while an instance does not answer: it may be the one with the data', () => {
+    const plan = planTopology([replica('c-0', 0, 1, '127.0.0.1'), down('c-1', 1)], undefined, 2);
+    expect(plan.master).toBeUndefined();
+    expect(plan.commands).toEqual([]);
+    expect(plan.blocked.join()).toMatch(/waiting for c-1/);
+  });
+
+  it('never makes an instance that holds more data than the master follow it', () => {
+    const plan = planTopology(
+      [
+        master('c-0', 0, 100, 0, 'master'),
+        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
+        replica('c-2', 2, 900, '127.0.0.1'),
+      ],
+      'c-0',
+    );
+    expect(plan.commands).toEqual([]);
+    expect(plan.labels).toEqual([]);
+    expect(plan.blocked.join()).toMatch(/c-2 holds more data than master c-0/);
   });
 
   it('with the master down, leaves its replicas serving and unlabels what is unknown', () => {

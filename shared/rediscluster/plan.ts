@@ -1,5 +1,7 @@
+import { masterBehind } from './health.ts';
 import { REDIS_PORT, type Role } from './names.ts';
 import type { Instance } from './probe.ts';
+import { mostAdvancedFirst } from './promotion.ts';
 
 export type Command = { pod: string; ip: string; args: string[] };
 export type LabelChange = { pod: string; role: Role | null };
@@ -7,40 +9,66 @@ export type LabelChange = { pod: string; role: Role | null };
 export type TopologyPlan = {
   /** The pod that should be master (status.master after this). */
   master: string | undefined;
-  /** Why the master changed, when it did. */
-  change?: { from: string | undefined; reason: 'Initial' | 'MasterBehind' | 'Adopted' };
+  /** Why the record changes, when it does: the first choice, or servers that already swapped. */
+  change?: { from: string | undefined; reason: 'Initial' | 'Adopted' };
   commands: Command[];
   /** Pods whose role label is to change, removals first (never two masters in the Service). */
   labels: LabelChange[];
+  /** Why the topology cannot be completed now (shown in Reconciled); empty when it can. */
+  blocked: string[];
 };
 
 const reachable = (i: Instance) => i.replication !== undefined && !i.terminating;
 const offsetOf = (i: Instance) => i.replication?.offset ?? -1;
 
 /**
- * Who is master and what each instance must do. The status is the record of who is master; the
- * servers are only believed where the record has nothing to say (first start, lost status). A
- * master that came back with less data than a replica has (restarted empty) is replaced by the
- * most advanced replica instead of being followed: following it would wipe the replicas.
+ * The first master of a cluster with no record: a running master with replicas attached (the
+ * record was lost), else the instance with the most data — a cluster re-created on its old
+ * volumes must not follow an empty instance — and only once every instance answers, since the
+ * one that does not may be the one with the data.
+ */
+const firstMaster = (instances: readonly Instance[], desired: number) => {
+  const live = instances.filter(reachable);
+  const adopted = live
+    .filter((i) => i.replication?.role === 'master' && i.replication.replicas.length > 0)
+    .sort(
+      (a, b) =>
+        (b.replication?.role === 'master' ? b.replication.replicas.length : 0) -
+        (a.replication?.role === 'master' ? a.replication.replicas.length : 0),
+    )[0];
+  if (adopted) return { pod: adopted, reason: 'Adopted' as const };
+  const expected = instances.filter((i) => i.ordinal < desired);
+  const silent = expected.filter((i) => !reachable(i)).map((i) => i.pod);
+  if (expected.length < desired || silent.length > 0) return { waitingFor: silent };
+  const first = [...expected].sort(mostAdvancedFirst)[0];
+  return first ? { pod: first, reason: 'Initial' as const } : { waitingFor: [] };
+};
+
+/**
+ * Who is master and what each instance must do. The status is the record of who is master, and
+ * reconcile never changes it to another instance on its own: losing a master (its pod absent,
+ * its server silent, or back with less data than a replica) is health's to handle, with the
+ * failover rules. Reconcile only makes the first choice, adopts a switchover the servers already
+ * made, puts a fenced master that came back whole in its place, and makes the others follow the
+ * master — never one that holds more data than the master (following would wipe it).
  */
 export const planTopology = (
   instances: readonly Instance[],
   statusMaster: string | undefined,
+  desired = instances.length,
 ): TopologyPlan => {
-  let master = instances.some((i) => i.pod === statusMaster) ? statusMaster : undefined;
+  const blocked: string[] = [];
+  let master = statusMaster;
   let change: TopologyPlan['change'];
   if (!master) {
-    const live = instances.filter(reachable);
-    // A master that has replicas attached is adopted (status lost); else the lowest ordinal.
-    const adopted = live
-      .filter((i) => i.replication?.role === 'master' && i.replication.replicas.length > 0)
-      .sort(
-        (a, b) =>
-          (b.replication?.role === 'master' ? b.replication.replicas.length : 0) -
-          (a.replication?.role === 'master' ? a.replication.replicas.length : 0),
-      )[0];
-    master = adopted?.pod ?? instances[0]?.pod;
-    if (master) change = { from: statusMaster, reason: adopted ? 'Adopted' : 'Initial' };
+    const first = firstMaster(instances, desired);
+    if ('pod' in first && first.pod) {
+      master = first.pod.pod;
+      change = { from: undefined, reason: first.reason };
+    } else
+      blocked.push(
+        `choosing the first master once every instance answers${first.waitingFor?.length ? ` (waiting for ${first.waitingFor.join(', ')})` : ''}`,
+      );
   }
   let m = instances.find((i) => i.pod === master);
   // The recorded master follows another master with its link up: a switchover whose record was
@@ -56,23 +84,16 @@ export const planTopology = (
       m = leader;
     }
   }
-  // Only a master that came back fenced (a replica of nothing, after a restart) is compared: a
-  // serving master is never behind its replicas.
-  if (m && reachable(m) && m.replication?.role === 'replica' && !m.replication.linkUp) {
-    const ahead = instances
-      .filter((i) => i !== m && reachable(i) && offsetOf(i) > Math.max(0, offsetOf(m as Instance)))
-      .sort((a, b) => offsetOf(b) - offsetOf(a) || a.ordinal - b.ordinal)[0];
-    // It restarted from an older snapshot, or empty: following it would wipe the replicas.
-    if (ahead) {
-      change = { from: master, reason: 'MasterBehind' };
-      master = ahead.pod;
-      m = ahead;
-    }
-  }
+  const behind = masterBehind(instances, m);
+  if (m && behind)
+    blocked.push(
+      `${m.pod} came back with less data than ${behind.pod}: it stays fenced; health decides on a failover`,
+    );
+  else if (master && !(m && reachable(m))) blocked.push(`master ${master} does not answer`);
 
   const commands: Command[] = [];
   const confirmed = new Map<string, Role>();
-  if (m && reachable(m) && m.ip) {
+  if (m && reachable(m) && m.ip && !behind) {
     if (m.replication?.role !== 'master')
       commands.push({ pod: m.pod, ip: m.ip, args: ['REPLICAOF', 'NO', 'ONE'] });
     confirmed.set(m.pod, 'master');
@@ -80,11 +101,19 @@ export const planTopology = (
       if (i === m || !reachable(i) || !i.ip) continue;
       const r = i.replication;
       const follows = r?.role === 'replica' && r.masterHost === m.ip && r.masterPort === REDIS_PORT;
-      if (!follows) commands.push({ pod: i.pod, ip: i.ip, args: ['REPLICAOF', m.ip, String(REDIS_PORT)] });
+      if (!follows) {
+        if (offsetOf(i) > offsetOf(m)) {
+          blocked.push(
+            `${i.pod} holds more data than master ${m.pod} (offset ${offsetOf(i)} > ${offsetOf(m)}); it is not made to follow it`,
+          );
+          continue;
+        }
+        commands.push({ pod: i.pod, ip: i.ip, args: ['REPLICAOF', m.ip, String(REDIS_PORT)] });
+      }
       confirmed.set(i.pod, 'replica');
     }
   } else {
-    // The master is not reachable: replicas that already follow it keep their label (they serve
+    // The master does not serve: replicas that already follow it keep their label (they serve
     // reads); anything else is unlabelled until it is known to follow the master.
     for (const i of instances) {
       const r = i.replication;
@@ -93,7 +122,8 @@ export const planTopology = (
         reachable(i) &&
         r?.role === 'replica' &&
         i.labelledRole === 'replica' &&
-        r.masterHost === m?.ip
+        // followed the master until it went away (its pod, and so its address, may be gone)
+        (m ? r.masterHost === m.ip : true)
       )
         confirmed.set(i.pod, 'replica');
     }
@@ -106,5 +136,11 @@ export const planTopology = (
     if ((i.labelledRole ?? null) === want) continue;
     (want === null || i.labelledRole === 'master' ? removals : additions).push({ pod: i.pod, role: want });
   }
-  return { master, ...(change ? { change } : {}), commands, labels: [...removals, ...additions] };
+  return {
+    master,
+    ...(change ? { change } : {}),
+    commands,
+    labels: [...removals, ...additions],
+    blocked,
+  };
 };

@@ -27,6 +27,8 @@ const inst = (ordinal: number, master = 0): Instance => ({
           linkUp: true,
           syncInProgress: false,
           replid: 'a',
+          replid2: '',
+          linkDownSeconds: 0,
         },
 });
 const instances = [inst(0), inst(1), inst(2)];

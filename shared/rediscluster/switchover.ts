@@ -1,12 +1,14 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { EventRecorder } from '../kube/events.ts';
 import { parseReplication } from '../redis/info.ts';
+import { failpoint } from '../runtime/failpoints.ts';
 import { TemporaryError } from '../runtime/handler.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { labelPod } from './kube.ts';
 import type { LoadedCluster } from './load.ts';
 import { REDIS_PORT } from './names.ts';
 import { type Instance, onInstance } from './probe.ts';
+import { mostAdvancedFirst } from './promotion.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -31,7 +33,7 @@ export const switchoverTarget = (
         r.masterPort === REDIS_PORT
       );
     })
-    .sort((a, b) => (b.replication?.offset ?? 0) - (a.replication?.offset ?? 0) || a.ordinal - b.ordinal)[0];
+    .sort(mostAdvancedFirst)[0];
 
 /**
  * A planned change of master with no acknowledged write lost: the server's own FAILOVER command
@@ -51,11 +53,14 @@ export const switchover = async (o: {
   log: Logger;
   recorder: EventRecorder;
   timeoutMs?: number;
+  /** Throws unless this run still holds the cluster's lock (HandlerContext.fence). */
+  fence: () => void;
 }): Promise<void> => {
   const { from, to } = o;
   const timeoutMs = o.timeoutMs ?? 5000;
   if (!from.ip || !to.ip) throw new TemporaryError('NoAddress', 'switchover needs both pods to have an IP');
   const toIp = to.ip;
+  o.fence();
   await onInstance(from.ip, o.password, (r) =>
     r.command('FAILOVER', 'TO', toIp, String(REDIS_PORT), 'TIMEOUT', String(timeoutMs)),
   );
@@ -83,9 +88,11 @@ export const switchover = async (o: {
     await sleep(100);
   }
 
-  const written = await o.cluster.writeStatus((s) =>
-    s.master !== from.pod ? undefined : { ...s, master: to.pod },
-  );
+  failpoint('switchover.after-swap');
+  const written = await o.cluster.writeStatus((s) => {
+    o.fence();
+    return s.master !== from.pod ? undefined : { ...s, master: to.pod };
+  });
   if (written?.status?.master !== to.pod)
     throw new TemporaryError(
       'MasterChanged',
@@ -93,14 +100,19 @@ export const switchover = async (o: {
       500,
     );
   const { namespace } = o.cluster.key;
+  o.fence();
   await labelPod(o.kube, namespace, from.pod, 'replica');
+  o.fence();
   await labelPod(o.kube, namespace, to.pod, 'master');
   await Promise.all(
     o.instances
       .filter((i) => i !== from && i !== to && i.ip && i.replication && !i.terminating)
       .map((i) =>
-        onInstance(i.ip as string, o.password, (r) => r.command('REPLICAOF', toIp, String(REDIS_PORT))).catch(
-          (error: unknown) => o.log.warn('replica not repointed; reconcile will', { pod: i.pod, error }),
+        onInstance(i.ip as string, o.password, (r) => {
+          o.fence();
+          return r.command('REPLICAOF', toIp, String(REDIS_PORT));
+        }).catch((error: unknown) =>
+          o.log.warn('replica not repointed; reconcile will', { pod: i.pod, error }),
         ),
       ),
   );

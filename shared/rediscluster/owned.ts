@@ -1,0 +1,78 @@
+import type { KubeConfig, V1StatefulSet } from '@kubernetes/client-node';
+import type { RedisCluster } from '../api/generated.ts';
+import { type Applyable, serverSideApply } from '../kube/apply.ts';
+import { statusOf } from '../kube/errors.ts';
+import { assertOwnedOrAbsent, OwnershipConflict } from '../kube/ownership.ts';
+import { authConfSecretFor, configMapFor, hashOf, pdbFor, servicesFor, statefulSetFor } from './desired.ts';
+import { FIELD_MANAGER } from './names.ts';
+import { ConfigRejected } from './redis-conf.ts';
+
+/** Why the owned objects could not be made to match the spec; a person has to act. */
+export type Refusal = { reason: string; message: string };
+
+const kindName = (o: Applyable) => `${o.kind} ${o.metadata?.name}`;
+
+/**
+ * Makes the objects a cluster owns match its spec, by server-side apply — but only objects that
+ * are absent or already this cluster's (controller reference): one of the same name that belongs
+ * to someone else is never taken over. The StatefulSet comes last, so no pod starts for a cluster
+ * whose Services or configuration the API server refuses. The API server's own message is
+ * returned at the first refusal, instead of a silent retry.
+ */
+export const applyOwned = async (o: {
+  kube: KubeConfig;
+  rc: RedisCluster;
+  password: string;
+  stsReplicas: number;
+  fence: () => void;
+}): Promise<{ sts: V1StatefulSet } | Refusal> => {
+  const { rc } = o;
+  const uid = rc.metadata.uid ?? '';
+  const apply = serverSideApply(o.kube, FIELD_MANAGER);
+  try {
+    const configMap = configMapFor(rc);
+    const authConf = authConfSecretFor(rc, o.password);
+    const hash = hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`);
+    const objects: Applyable[] = [configMap, authConf, ...servicesFor(rc), pdbFor(rc)];
+    const sts = statefulSetFor(rc, hash, o.stsReplicas);
+    // Every name is checked before anything is written: a conflict changes nothing at all.
+    for (const obj of [...objects, sts]) await assertOwnedOrAbsent(o.kube, obj, uid);
+    for (const obj of objects) {
+      o.fence();
+      await applyOrRefuse(apply, obj);
+    }
+    o.fence();
+    return { sts: await applyOrRefuse(apply, sts) };
+  } catch (error) {
+    if (error instanceof ConfigRejected || error instanceof OwnershipConflict)
+      return { reason: error.reason, message: error.message };
+    if (error instanceof Refused) return { reason: 'Rejected', message: error.message };
+    throw error;
+  }
+};
+
+class Refused extends Error {
+  override readonly name = 'Refused';
+}
+
+/** 400/422 (invalid) and 403 for reasons other than RBAC (quota, admission) will not pass on a retry. */
+const applyOrRefuse = async <T extends Applyable>(
+  apply: <U extends Applyable>(obj: U) => Promise<U>,
+  obj: T,
+): Promise<T> => {
+  try {
+    return await apply(obj);
+  } catch (error) {
+    const code = statusOf(error);
+    if (code === 400 || code === 422) {
+      const body = (error as { body?: unknown }).body;
+      let message = String((error as Error).message ?? error);
+      try {
+        const parsed = typeof body === 'string' ? JSON.parse(body) : body;
+        if (parsed && typeof parsed === 'object' && 'message' in parsed) message = String(parsed.message);
+      } catch {}
+      throw new Refused(`the API server refused ${kindName(obj)}: ${message}`);
+    }
+    throw error;
+  }
+};

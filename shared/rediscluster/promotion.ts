@@ -1,0 +1,63 @@
+import type { RedisClusterStatus } from '../api/generated.ts';
+import { isHistory } from '../redis/info.ts';
+import type { Instance } from './probe.ts';
+
+/** The record of whose data the cluster holds (status.replication). */
+export type History = NonNullable<RedisClusterStatus['replication']>;
+
+/**
+ * Most advanced first: the higher replication offset (more of the history), the lower ordinal on
+ * a tie so that every decider picks the same one. The one ordering of instances by data; failover,
+ * switchover and reconcile all use it.
+ */
+export const mostAdvancedFirst = (a: Instance, b: Instance) =>
+  (b.replication?.offset ?? -1) - (a.replication?.offset ?? -1) || a.ordinal - b.ordinal;
+
+/** A replica may lose its link this long after the master was first found unreachable. */
+const LINK_SLACK_SECONDS = 5;
+
+export type Candidates = {
+  /** Safe to promote, most advanced first. */
+  safe: Instance[];
+  /** Why each other instance may not be promoted (for the Healthy condition). */
+  refused: { pod: string; why: string }[];
+};
+
+/**
+ * The replicas that may take over from a lost master. Promoting one that lacks the data makes
+ * the master and replicas that come back follow it, and wipes them; so a candidate must
+ * - answer, as a replica, with no full sync running and an address;
+ * - belong to the cluster's replication history (its id, or the id it continued from), so that it
+ *   holds a prefix of the master's data, not an empty or foreign data set;
+ * - have lost its link to the master no earlier than the master was lost: it followed the master
+ *   until then (a replica that was down, never synced since it started, or followed nothing, does
+ *   not qualify, whatever its offset says).
+ */
+export const promotionCandidates = (
+  instances: readonly Instance[],
+  o: { master: string | undefined; history: History | undefined; masterDownSeconds: number },
+): Candidates => {
+  const safe: Instance[] = [];
+  const refused: Candidates['refused'] = [];
+  const id = isHistory(o.history?.id) ? o.history?.id : undefined;
+  for (const i of instances) {
+    if (i.pod === o.master) continue;
+    const r = i.replication;
+    const why = (() => {
+      if (i.terminating) return 'is terminating';
+      if (!r || !i.ip) return `does not answer${i.error ? ` (${i.error})` : ''}`;
+      if (r.role !== 'replica') return 'is not a replica';
+      if (r.syncInProgress) return 'is in the middle of a full sync';
+      if (id && r.replid !== id && r.replid2 !== id) return 'holds data of another replication history';
+      if (!id && !isHistory(r.replid)) return 'has no replication history';
+      if (r.linkDownSeconds > o.masterDownSeconds + LINK_SLACK_SECONDS)
+        return Number.isFinite(r.linkDownSeconds)
+          ? `lost its master ${Math.round(r.linkDownSeconds)}s ago, before the master was lost`
+          : 'has not synced from the master since it started';
+      return undefined;
+    })();
+    if (why) refused.push({ pod: i.pod, why });
+    else safe.push(i);
+  }
+  return { safe: safe.sort(mostAdvancedFirst), refused };
+};
