@@ -55,8 +55,8 @@ export const failOver = async (o: {
   // Fence the old master first, as far as Kubernetes can: off the master Service, so no new
   // client connection reaches it. If that fails, nothing has changed yet: stop here, and never
   // let two pods be behind the master Service.
-  o.fence();
   failpoint('failover.before-unlabel');
+  o.fence();
   try {
     await labelPod(o.kube, namespace, d.from, null);
   } catch (error) {

@@ -184,6 +184,17 @@ describe('promotion: only a replica that holds the data', () => {
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
   });
 
+  it('after a restart of every instance, promotes a replica of the history that holds more than the fenced master', () => {
+    const fenced = {
+      ...replica(0, 40),
+      replication: { ...replica(0, 40).replication!, linkUp: false, masterHost: '127.0.0.1' },
+    } as Instance;
+    const restarted = replica(1, 100, 0, { linkDownSeconds: Number.POSITIVE_INFINITY });
+    const behindToo = replica(2, 30, 0, { linkDownSeconds: Number.POSITIVE_INFINITY });
+    const a = assessHealth(cluster(lost), [fenced, restarted, behindToo], now);
+    expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
+  });
+
   it('records the history of a serving master', () => {
     const a = assessHealth(
       cluster({ master: 'r-0' }),

@@ -55,6 +55,7 @@ export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], n
       master: masterName,
       history: rc.status?.replication,
       masterDownSeconds: downMs / 1000,
+      ...(ahead ? { masterOffset: m?.replication?.offset ?? 0 } : {}),
     });
     const candidate = safe[0];
     const healthy = (reason: string, message: string): ConditionInput => ({

@@ -31,11 +31,21 @@ export type Candidates = {
  *   holds a prefix of the master's data, not an empty or foreign data set;
  * - have lost its link to the master no earlier than the master was lost: it followed the master
  *   until then (a replica that was down, never synced since it started, or followed nothing, does
- *   not qualify, whatever its offset says).
+ *   not qualify, whatever its offset says) — unless the master answers and holds less than it.
  */
 export const promotionCandidates = (
   instances: readonly Instance[],
-  o: { master: string | undefined; history: History | undefined; masterDownSeconds: number },
+  o: {
+    master: string | undefined;
+    history: History | undefined;
+    masterDownSeconds: number;
+    /**
+     * The lost master's offset when it answers (it came back fenced with less data): a replica of
+     * the history with more than that loses nothing by taking over, however long ago its link
+     * went down (after a restart of every instance, no link has been up since).
+     */
+    masterOffset?: number;
+  },
 ): Candidates => {
   const safe: Instance[] = [];
   const refused: Candidates['refused'] = [];
@@ -50,6 +60,7 @@ export const promotionCandidates = (
       if (r.syncInProgress) return 'is in the middle of a full sync';
       if (id && r.replid !== id && r.replid2 !== id) return 'holds data of another replication history';
       if (!id && !isHistory(r.replid)) return 'has no replication history';
+      if (o.masterOffset !== undefined && r.offset > o.masterOffset) return undefined;
       if (r.linkDownSeconds > o.masterDownSeconds + LINK_SLACK_SECONDS)
         return Number.isFinite(r.linkDownSeconds)
           ? `lost its master ${Math.round(r.linkDownSeconds)}s ago, before the master was lost`

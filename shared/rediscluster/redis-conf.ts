@@ -1,7 +1,8 @@
-/**
- * Directives Tideway sets itself; a user's `config` may not touch them (the CRD refuses them with
- * a CEL rule; this is the same list, checked again at the function's boundary).
- */
+// These lists are the one source of what spec.config may hold: the CRD's CEL rules are generated
+// from them (shared/rediscluster/admission.ts, `npm run gen:api`) and configProblems() checks the
+// same again at the function's boundary.
+
+/** Directives Tideway sets itself; a user's `config` may not touch them. */
 export const OWNED_DIRECTIVES = [
   'port',
   'bind',
@@ -38,6 +39,95 @@ export const OWNED_DIRECTIVES = [
   'slave-announce-port',
 ] as const;
 
+/** Directives that would let whoever edits a RedisCluster run code on its servers or reach their disks. */
+export const UNSAFE_DIRECTIVES = [
+  'loadmodule',
+  'enable-module-command',
+  'enable-debug-command',
+  'enable-protected-configs',
+] as const;
+
+/** A redis.conf directive name as written in spec.config; also keeps keys ASCII, so case folding is. */
+export const DIRECTIVE_NAME = '^[A-Za-z][A-Za-z0-9-]*$';
+
+/** A whole number as redis.conf reads it; at most 9 digits, so it fits Redis's int (and CEL's int()). */
+export const WHOLE_NUMBER = '^[0-9]{1,9}$';
+
+/**
+ * Directives whose value Tideway constrains (with Redis's older `slave` aliases, which set the
+ * same thing). `yes`: only `yes` (any case). `whole`: a whole number from `min`, and with
+ * `belowReplicas` at most replicas - 1.
+ */
+export const VALUE_RULES = [
+  {
+    directives: ['replica-read-only', 'slave-read-only'],
+    value: { type: 'yes' },
+    message:
+      'config replica-read-only (slave-read-only) may only be yes: Tideway keeps a restarted server read-only until it gives it a role',
+  },
+  {
+    directives: ['min-replicas-to-write', 'min-slaves-to-write'],
+    value: { type: 'whole', min: 0, belowReplicas: true },
+    message:
+      'config min-replicas-to-write (min-slaves-to-write) must be a whole number from 0 to replicas - 1: a larger one makes the master refuse every write',
+  },
+  {
+    directives: ['min-replicas-max-lag', 'min-slaves-max-lag'],
+    value: { type: 'whole', min: 1, belowReplicas: false },
+    message: 'config min-replicas-max-lag (min-slaves-max-lag) must be a whole number of seconds, at least 1',
+  },
+] as const;
+
+export type ValueRule = (typeof VALUE_RULES)[number];
+
+/**
+ * Defaults for a cluster with replicas (spec.config may override each): the master stops taking
+ * writes when no replica has been in touch for 10 s, so a master cut off from its replicas cannot
+ * take writes that a failover would then lose.
+ */
+export const REPLICATION_DEFAULTS = [
+  { directives: VALUE_RULES[1].directives, line: 'min-replicas-to-write 1' },
+  { directives: VALUE_RULES[2].directives, line: 'min-replicas-max-lag 10' },
+] as const;
+
+const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+const valueOk = (rule: ValueRule, v: string, replicas: number | undefined) => {
+  if (rule.value.type === 'yes') return lowerAscii(v) === 'yes';
+  if (!new RegExp(WHOLE_NUMBER).test(v)) return false;
+  const n = Number(v);
+  return n >= rule.value.min && (!rule.value.belowReplicas || replicas === undefined || n <= replicas - 1);
+};
+
+/**
+ * What is wrong with a spec.config, each problem saying what to fix; empty when nothing is. The
+ * same checks as the CRD's rules; without `replicas` the bound that needs it is not checked.
+ */
+export const configProblems = (user: Record<string, string>, replicas?: number): string[] => {
+  const problems: string[] = [];
+  const malformed = Object.entries(user).filter(
+    ([k, v]) => !new RegExp(DIRECTIVE_NAME).test(k) || /[\r\n]/.test(v),
+  );
+  if (malformed.length > 0)
+    problems.push(
+      `config has malformed entries: ${malformed.map(([k]) => JSON.stringify(k)).join(', ')} (a directive name is letters, digits and '-'; a value is one line)`,
+    );
+  const keys = Object.keys(user).filter((k) => new RegExp(DIRECTIVE_NAME).test(k));
+  const named = (list: readonly string[]) => keys.filter((k) => list.includes(lowerAscii(k)));
+  const owned = named(OWNED_DIRECTIVES);
+  if (owned.length > 0)
+    problems.push(`config sets directives Tideway owns: ${owned.join(', ')}; remove them`);
+  const unsafe = named(UNSAFE_DIRECTIVES);
+  if (unsafe.length > 0)
+    problems.push(
+      `config sets ${unsafe.join(', ')}, which would let whoever edits the cluster run code on its servers or reach their disks; remove them`,
+    );
+  for (const rule of VALUE_RULES)
+    if (named(rule.directives).some((k) => !valueOk(rule, user[k] ?? '', replicas)))
+      problems.push(rule.message);
+  return problems;
+};
+
 export class ConfigRejected extends Error {
   override readonly name = 'ConfigRejected';
   readonly retry = false;
@@ -50,27 +140,24 @@ export const confValue = (v: string) =>
     ? v
     : `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n').replaceAll('\r', '\\r')}"`;
 
-const DIRECTIVE = /^[a-z][a-z0-9-]*$/;
+/** Throws ConfigRejected (not worth retrying: the spec must change) when configProblems finds any. */
+export const validateConfig = (user: Record<string, string>, replicas?: number) => {
+  const problems = configProblems(user, replicas);
+  if (problems.length > 0) throw new ConfigRejected(problems.join('; '));
+};
 
 /**
  * redis.conf for every instance: Tideway's directives, then the user's in a stable order. The
- * real topology is set over the network at run time (failover needs no restart).
+ * real topology is set over the network at run time (failover needs no restart). `replicas`
+ * (spec.replicas) bounds min-replicas-to-write and turns on REPLICATION_DEFAULTS when above 1.
  */
 export const renderRedisConf = (
   user: Record<string, string> = {},
-  o: { authInclude: string; dataDir: string },
+  o: { authInclude: string; dataDir: string; replicas?: number },
 ) => {
-  const owned = new Set<string>(OWNED_DIRECTIVES);
-  const bad = Object.keys(user).filter((k) => owned.has(k.toLowerCase()));
-  if (bad.length > 0)
-    throw new ConfigRejected(`config sets directives Tideway owns: ${bad.join(', ')}; remove them`);
-  const malformed = Object.entries(user).filter(
-    ([k, v]) => !DIRECTIVE.test(k.toLowerCase()) || /[\r\n]/.test(v),
-  );
-  if (malformed.length > 0)
-    throw new ConfigRejected(
-      `config has malformed entries: ${malformed.map(([k]) => JSON.stringify(k)).join(', ')}`,
-    );
+  validateConfig(user, o.replicas);
+  const set = new Set(Object.keys(user).map(lowerAscii));
+  const replication = (o.replicas ?? 1) > 1 ? REPLICATION_DEFAULTS : [];
   const lines = [
     '# Written by Tideway. Edit spec.config of the RedisCluster instead.',
     'port 6379',
@@ -87,11 +174,12 @@ export const renderRedisConf = (
     // Defaults spec.config may override (later lines win). Redis 7 waits 5 s for more replicas
     // before a diskless full sync: every new, restarted or repointed replica would wait too.
     'repl-diskless-sync-delay 1',
+    ...replication.filter((d) => !d.directives.some((k) => set.has(k))).map((d) => d.line),
     '',
     ...Object.keys(user)
       .sort()
       // As written: a value is redis.conf's own argument syntax (`save: "900 1 300 10"`).
-      .map((k) => `${k.toLowerCase()} ${user[k] || '""'}`),
+      .map((k) => `${lowerAscii(k)} ${user[k] || '""'}`),
   ];
   return `${lines.join('\n')}\n`;
 };

@@ -22,29 +22,38 @@ export const startRedisFunctions = async (
   b: ReturnType<typeof bed>,
   ns: string,
   id: string,
+  /** Replicas per handler function (default 2 each); extra environment per function. */
+  o: { replicas?: Record<string, number>; env?: Record<string, Record<string, string>> } = {},
 ): Promise<Worker[]> => {
+  const workers = [await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id })];
+  for (const fn of ['reconcile', 'health'])
+    for (let r = 0; r < (o.replicas?.[fn] ?? 2); r++)
+      workers.push(await startFunction(b, ns, id, fn, { TIDEWAY_REPLICA: String(r), ...o.env?.[fn] }));
+  return workers;
+};
+
+/** One replica of one product function, as its own ServiceAccount, watching one namespace. */
+export const startFunction = async (
+  b: ReturnType<typeof bed>,
+  ns: string,
+  id: string,
+  fn: string,
+  env: Record<string, string> = {},
+): Promise<Worker> => {
   const admin = new KubeConfig();
   admin.loadFromFile(b.info.kubeconfig);
   const dir = join(b.info.dir, 'function-credentials', id);
-  const kubeconfig = (fn: string) => writeFunctionKubeconfig({ admin, fn, dir });
-  const env = {
-    NATS_URL: b.info.natsUrl,
-    TIDEWAY_WATCH_NAMESPACE: ns,
-    TIDEWAY_LEASE_DURATION: '5s',
-  };
-  const workers = [
-    spawnWorker(
-      'watcher',
-      { ...env, TIDEWAY_WATCHER_ID: id, KUBECONFIG: await kubeconfig('watcher') },
-      SERVERLESS,
-    ),
-  ];
-  for (const fn of ['reconcile', 'health']) {
-    const KUBECONFIG = await kubeconfig(fn);
-    for (let r = 0; r < 2; r++)
-      workers.push(spawnWorker(fn, { ...env, KUBECONFIG, TIDEWAY_REPLICA: String(r) }, SERVERLESS));
-  }
-  return workers;
+  return spawnWorker(
+    fn,
+    {
+      NATS_URL: b.info.natsUrl,
+      TIDEWAY_WATCH_NAMESPACE: ns,
+      TIDEWAY_LEASE_DURATION: '5s',
+      KUBECONFIG: await writeFunctionKubeconfig({ admin, fn, dir }),
+      ...env,
+    },
+    SERVERLESS,
+  );
 };
 
 /** Lines where a function was refused by the API server (403), from its own log. */

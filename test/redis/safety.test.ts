@@ -1,0 +1,291 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseReplication } from '../../shared/redis/info.ts';
+import { bed, createNamespace, sleep, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
+import type { Worker } from '../support/functions.ts';
+import {
+  eventReasons,
+  ipOf,
+  missingKeys,
+  redisAt,
+  redisClusters,
+  refusals,
+  startFunction,
+  startRedisFunctions,
+} from '../support/redis.ts';
+
+type Cond = { type: string; status: string; reason: string; message: string };
+
+/**
+ * Issue 11: the paths where Tideway itself could destroy data — promoting a replica that lacks
+ * it, reconcile promoting on its own, a stalled function acting on a stale decision, taking over
+ * (and later deleting) an object that is not Tideway's. Each test fails on the code before the fix.
+ */
+describe('redis safety', () => {
+  const b = bed();
+  let ns = '';
+  let workers: Worker[] = [];
+  const rdc = redisClusters(b, () => ns);
+  const condition = async (name: string, type: string) =>
+    ((await rdc.get(name)).status?.conditions as Cond[] | undefined)?.find((c) => c.type === type);
+  const role = async (ip: string, pw: string) => {
+    const c = await redisAt(ip, pw);
+    try {
+      return parseReplication(String(await c.command('INFO', 'replication'))).role;
+    } finally {
+      c.close();
+    }
+  };
+  const podIp = async (name: string, pod: string) =>
+    ipOf((await rdc.pods(name)).find((p) => p.metadata?.name === pod));
+  /** Keys written on the master and saved to disk on every instance (they survive a SIGKILL). */
+  const writeAndSave = async (name: string, pw: string, prefix: string, n: number) => {
+    const rc = await rdc.get(name);
+    const keys = Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+    const m = await redisAt(await podIp(name, rc.status?.master ?? ''), pw);
+    try {
+      for (const k of keys) await m.command('SET', k, k);
+      expect(Number(await m.command('WAIT', (rc.spec.replicas ?? 3) - 1, 5000))).toBe(
+        (rc.spec.replicas ?? 3) - 1,
+      );
+    } finally {
+      m.close();
+    }
+    // Replicas first: the master (whose offset only grows, pings included) is never behind them.
+    const pods = (await rdc.pods(name)).sort((x) => (x.metadata?.name === rc.status?.master ? 1 : -1));
+    for (const p of pods) {
+      const c = await redisAt(ipOf(p), pw);
+      try {
+        await c.command('SAVE');
+      } finally {
+        c.close();
+      }
+    }
+    return keys;
+  };
+
+  beforeAll(async () => {
+    await installCrds(b.info);
+    ns = await createNamespace(b.core, 'redis-safety');
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    expect(refusals(workers)).toEqual([]);
+    workers = [];
+  });
+
+  afterAll(async () => {
+    await b.faults.component('kube-controller-manager', 'start').catch(() => undefined);
+    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+  });
+
+  it('never promotes a replica that never synced: no master (NoSafeCandidate) until the data is back, then every key is there', async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-empty');
+    await rdc.apply('empty', { version: '7.0', replicas: 2, failover: { after: '3s' } });
+    await rdc.ready('empty');
+    const pw = await rdc.password('empty');
+    const keys = await writeAndSave('empty', pw, 'k', 200);
+
+    // The replica that holds the data goes away, then the master; a scale-up meanwhile adds an
+    // instance that can never sync (its master is gone). It is the only replica that answers.
+    await b.faults.holdDownPod(ns, 'empty-1');
+    await b.faults.holdDownPod(ns, 'empty-0');
+    await rdc.apply('empty', { version: '7.0', replicas: 3, failover: { after: '3s' } });
+    await until(
+      'empty-2 answering',
+      async () => {
+        const ip = await podIp('empty', 'empty-2');
+        return ip && (await role(ip, pw).catch(() => undefined)) ? true : undefined;
+      },
+      60_000,
+      250,
+    );
+    const refused = await until(
+      'Healthy=False NoSafeCandidate',
+      async () => {
+        const c = await condition('empty', 'Healthy');
+        return c?.reason === 'NoSafeCandidate' && c.message.includes('empty-2') ? c : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(refused.status).toBe('False');
+    // Well past failover.after: still no promotion.
+    await sleep(6000);
+    expect((await rdc.get('empty')).status?.master).toBe('empty-0');
+    expect(await role(await podIp('empty', 'empty-2'), pw)).toBe('replica');
+
+    await b.faults.releasePod(ns, 'empty-0');
+    await b.faults.releasePod(ns, 'empty-1');
+    const rc = await rdc.ready('empty');
+    expect(rc.status?.master).toBe('empty-0');
+    for (const p of await rdc.pods('empty'))
+      expect(await missingKeys(ipOf(p), pw, keys), `${p.metadata?.name} lost keys`).toEqual([]);
+  });
+
+  it("never promotes when the recorded master's pod is gone: not before failover.after, not with failover disabled", async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-absent');
+    await rdc.apply('absent', { version: '7.0', replicas: 3, failover: { enabled: false, after: '3s' } });
+    await rdc.ready('absent');
+    // Without the controller-manager, a deleted pod stays deleted: the master's pod is absent.
+    await b.faults.component('kube-controller-manager', 'stop');
+    try {
+      await b.core.deleteNamespacedPod({ namespace: ns, name: 'absent-0', gracePeriodSeconds: 0 });
+      await until(
+        'absent-0 gone',
+        async () =>
+          (await rdc.pods('absent')).some((p) => p.metadata?.name === 'absent-0') ? undefined : true,
+        30_000,
+        200,
+      );
+      await sleep(8000);
+      let rc = await rdc.get('absent');
+      expect(rc.status?.master).toBe('absent-0');
+      expect(rc.status?.failover?.count ?? 0).toBe(0);
+      expect((await condition('absent', 'Healthy'))?.message).toContain('automatic failover is disabled');
+
+      // Enabled, with a long failover.after: nothing before it runs out, then a promotion.
+      const enabledAt = Date.now();
+      await rdc.apply('absent', { version: '7.0', replicas: 3, failover: { enabled: true, after: '15s' } });
+      await sleep(8000);
+      expect((await rdc.get('absent')).status?.master).toBe('absent-0');
+      rc = await until(
+        'failover after failover.after',
+        async () => {
+          const r = await rdc.get('absent');
+          return r.status?.master && r.status.master !== 'absent-0' ? r : undefined;
+        },
+        60_000,
+        250,
+      );
+      expect(rc.status?.failover?.last).toMatchObject({ from: 'absent-0', reason: 'MasterUnreachable' });
+      // The clock started when the master was lost, well before failover was enabled.
+      expect(Date.parse(rc.status?.failover?.last?.at ?? '')).toBeGreaterThan(enabledAt - 60_000);
+    } finally {
+      await b.faults.component('kube-controller-manager', 'start');
+    }
+    await rdc.ready('absent');
+  });
+
+  it('a health function stalled past its lease neither records nor promotes after another replica took the lock', async () => {
+    // One health replica that stalls (its whole process) just before its first failover step.
+    workers = await startRedisFunctions(b, ns, 'safety-stall', {
+      replicas: { reconcile: 1, health: 1 },
+      env: { health: { TIDEWAY_FAILPOINTS: 'failover.before-unlabel=stall:22000' } },
+    });
+    await rdc.apply('stall', { version: '7.0', replicas: 3, failover: { after: '3s' } });
+    await rdc.ready('stall');
+    const pw = await rdc.password('stall');
+    await b.faults.holdDownPod(ns, 'stall-0');
+    await until(
+      'the health replica stalled in its failover',
+      async () => (workers.some((w) => w.output().includes('failpoint: stalling')) ? true : undefined),
+      30_000,
+      200,
+    );
+    const stalledAt = Date.now();
+    // Meanwhile the owner turns failover off, and another health replica takes over the cluster.
+    await rdc.apply('stall', { version: '7.0', replicas: 3, failover: { enabled: false, after: '3s' } });
+    workers.push(await startFunction(b, ns, 'safety-stall', 'health', { TIDEWAY_REPLICA: '9' }));
+    await until(
+      'the other health replica took the lock and reported failover disabled',
+      async () =>
+        (await condition('stall', 'Healthy'))?.message.includes('automatic failover is disabled')
+          ? true
+          : undefined,
+      40_000,
+      250,
+    );
+    // The stalled one wakes up (22 s) well after its lease (15 s) ran out.
+    await sleep(Math.max(0, stalledAt + 26_000 - Date.now()));
+    const rc = await rdc.get('stall');
+    expect(rc.status?.master).toBe('stall-0');
+    expect(rc.status?.failover?.count ?? 0).toBe(0);
+    for (const pod of ['stall-1', 'stall-2'])
+      expect(await role(await podIp('stall', pod), pw)).toBe('replica');
+    expect(await eventReasons(b, ns, 'stall')).not.toContain('Failover');
+    await b.faults.releasePod(ns, 'stall-0');
+    await rdc.ready('stall');
+  });
+
+  it('refuses a name taken by a foreign Service or StatefulSet, changes nothing, and leaves it when deleted', async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-foreign', { replicas: { reconcile: 1, health: 1 } });
+    await b.core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: { name: 'svc-clash', labels: { team: 'payments' } },
+        spec: { selector: { app: 'payments' }, ports: [{ port: 80, targetPort: 8080 }] },
+      },
+    });
+    await b.apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'sts-clash' },
+        spec: {
+          replicas: 0,
+          serviceName: 'sts-clash',
+          selector: { matchLabels: { app: 'sts-clash' } },
+          template: {
+            metadata: { labels: { app: 'sts-clash' } },
+            spec: { containers: [{ name: 'c', image: 'redis:7.0' }] },
+          },
+        },
+      },
+    });
+    const svcBefore = await b.core.readNamespacedService({ namespace: ns, name: 'svc-clash' });
+    const stsBefore = await b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'sts-clash' });
+
+    for (const [name, kind] of [
+      ['svc-clash', 'Service'],
+      ['sts-clash', 'StatefulSet'],
+    ] as const) {
+      await rdc.apply(name, { version: '7.0', replicas: 1 });
+      const c = await until(
+        `${name}: Reconciled=False OwnershipConflict`,
+        async () => {
+          const r = await condition(name, 'Reconciled');
+          return r?.reason === 'OwnershipConflict' ? r : undefined;
+        },
+        30_000,
+        250,
+      );
+      expect(c.status).toBe('False');
+      expect(c.message).toContain(`${kind} ${name} already exists and is not managed by this cluster`);
+    }
+    // Nothing of the foreign objects changed, and no pod started for either cluster.
+    const svcAfter = await b.core.readNamespacedService({ namespace: ns, name: 'svc-clash' });
+    const stsAfter = await b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'sts-clash' });
+    expect(svcAfter.metadata?.resourceVersion).toBe(svcBefore.metadata?.resourceVersion);
+    expect(stsAfter.metadata?.resourceVersion).toBe(stsBefore.metadata?.resourceVersion);
+    expect(await rdc.pods('svc-clash')).toEqual([]);
+
+    for (const name of ['svc-clash', 'sts-clash'])
+      await b.custom.deleteNamespacedCustomObject({
+        group: 'tideway.dev',
+        version: 'v1alpha1',
+        plural: 'redisclusters',
+        namespace: ns,
+        name,
+      });
+    await until(
+      'both clusters gone',
+      async () => {
+        const list = (await b.custom.listNamespacedCustomObject({
+          group: 'tideway.dev',
+          version: 'v1alpha1',
+          plural: 'redisclusters',
+          namespace: ns,
+        })) as { items: { metadata: { name: string } }[] };
+        return list.items.some((i) => i.metadata.name.endsWith('-clash')) ? undefined : true;
+      },
+      60_000,
+      250,
+    );
+    const svcLast = await b.core.readNamespacedService({ namespace: ns, name: 'svc-clash' });
+    const stsLast = await b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'sts-clash' });
+    expect(svcLast.metadata?.uid).toBe(svcBefore.metadata?.uid);
+    expect(stsLast.metadata?.uid).toBe(stsBefore.metadata?.uid);
+    expect(stsLast.metadata?.deletionTimestamp).toBeUndefined();
+  });
+});
