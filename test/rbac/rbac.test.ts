@@ -84,6 +84,8 @@ describe('function RBAC', () => {
         ['delete', '', 'persistentvolumes'],
         ['delete', 'tideway.dev', 'redisclusters'],
         ['update', 'tideway.dev', 'redisclusters'],
+        // Status is written by compare-and-set (update with resourceVersion), never patched blind.
+        ['patch', 'tideway.dev', 'redisclusters', 'status'],
         ['delete', '', 'secrets'],
         ['list', '', 'secrets'],
         ['get', 'tideway.dev', 'backups'],
@@ -105,6 +107,7 @@ describe('function RBAC', () => {
         ['create', '', 'pods'],
         ['patch', 'apps', 'statefulsets'],
         ['patch', 'tideway.dev', 'redisclusters'],
+        ['patch', 'tideway.dev', 'redisclusters', 'status'],
         ['list', '', 'secrets'],
         ['create', '', 'secrets'],
       ],
