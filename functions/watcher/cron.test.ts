@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CronError, nextFire, parseCron } from './cron.ts';
+import { type Cron, CronError, neverFires, nextFire, parseCron, SEARCH_DAYS } from './cron.ts';
 
-const next = (expr: string, tz: string, after: string) =>
-  nextFire(parseCron(expr), tz, new Date(after)).toISOString();
+/** The next fire time as ISO text or 'never', and how many instants the search looked at. */
+const search = (expr: string | Cron, tz: string, after: string) => {
+  let steps = 0;
+  const t = nextFire(typeof expr === 'string' ? parseCron(expr) : expr, tz, new Date(after), () => steps++);
+  return { at: t === 'never' ? t : t.toISOString(), steps };
+};
+const next = (expr: string, tz: string, after: string) => search(expr, tz, after).at;
 
 describe('cron', () => {
   it('fires at the next matching minute in UTC', () => {
@@ -24,10 +29,53 @@ describe('cron', () => {
     expect(next('30 2 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z')).toBe('2026-03-30T00:30:00.000Z');
   });
 
+  it('fires at midnight after a spring-forward day, and at the first minute of a day whose midnight is skipped', () => {
+    // Europe/Berlin springs forward on Sunday 2026-03-29: that day is 23 hours long.
+    expect(next('0 0 * * 1', 'Europe/Berlin', '2026-03-28T12:00:00Z')).toBe('2026-03-29T22:00:00.000Z');
+    expect(next('0 0 30 3 *', 'Europe/Berlin', '2026-03-20T00:00:00Z')).toBe('2026-03-29T22:00:00.000Z');
+    // America/Havana springs from 00:00 to 01:00 on 2026-03-08: 01:00 is that day's first minute.
+    expect(next('0 1 8 3 *', 'America/Havana', '2026-03-01T12:00:00Z')).toBe('2026-03-08T05:00:00.000Z');
+    expect(next('0 0 8 3 *', 'America/Havana', '2026-03-01T12:00:00Z')).toBe('2027-03-08T05:00:00.000Z');
+  });
+
   it('handles names, ranges, lists and day-of-week OR day-of-month', () => {
     expect(next('0 9 * * mon-fri', 'UTC', '2026-11-21T10:00:00Z')).toBe('2026-11-23T09:00:00.000Z'); // Sat → Mon
     expect(next('0 0 1 JAN,jul *', 'UTC', '2026-02-01T00:00:00Z')).toBe('2026-07-01T00:00:00.000Z');
     expect(next('0 0 13 * 5', 'UTC', '2026-11-01T00:00:00Z')).toBe('2026-11-06T00:00:00.000Z'); // a Friday before the 13th
+  });
+
+  it('answers never, without a search, for a day that no month named has', () => {
+    for (const expr of [
+      '0 0 30 2 *',
+      '0 0 31 4 *',
+      '0 0 31 2,4,6,9,11 *',
+      '0 0 30,31 feb *',
+      '0 0 30-31 2 *',
+    ]) {
+      expect(neverFires(parseCron(expr))).toBe(true);
+      expect(search(expr, 'UTC', '2026-11-22T00:00:00Z')).toEqual({ at: 'never', steps: 0 });
+    }
+  });
+
+  it('gives up a search after SEARCH_DAYS days, one step per day that does not match', () => {
+    // No day at all (no parse makes this): neverFires cannot tell, the bounded search must.
+    const none = { values: new Set<number>(), any: false };
+    const noDay = { ...parseCron('0 0 1 * 1'), dom: none, dow: none };
+    expect(neverFires(noDay)).toBe(false);
+    expect(search(noDay, 'UTC', '2026-11-22T12:00:00Z')).toEqual({ at: 'never', steps: SEARCH_DAYS + 1 });
+  });
+
+  it('still finds rare dates, with day-of-week OR day-of-month', () => {
+    expect(next('0 0 29 2 *', 'UTC', '2026-11-22T00:00:00Z')).toBe('2028-02-29T00:00:00.000Z');
+    // The longest gap there is: 2100 is no leap year.
+    const gap = search('0 0 29 2 *', 'UTC', '2096-03-01T00:00:00Z');
+    expect(gap.at).toBe('2104-02-29T00:00:00.000Z');
+    expect(gap.steps).toBeLessThanOrEqual(SEARCH_DAYS);
+    // Both day fields restricted: 29 February or any Monday in February (Vixie cron), so the
+    // first Monday of February 2027, and a 31 February that is a Monday is no "never".
+    expect(next('0 0 29 2 1', 'UTC', '2026-11-22T00:00:00Z')).toBe('2027-02-01T00:00:00.000Z');
+    expect(neverFires(parseCron('0 0 31 2 mon'))).toBe(false);
+    expect(next('0 0 31 2 mon', 'UTC', '2026-11-22T00:00:00Z')).toBe('2027-02-01T00:00:00.000Z');
   });
 
   it('refuses bad expressions and zones', () => {

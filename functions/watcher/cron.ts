@@ -93,16 +93,56 @@ export const localParts = (t: Date, timeZone: string) => {
 
 const MINUTE = 60_000;
 
-/** The first fire time strictly after `after`. Throws CronError for a zone Intl does not know. */
-export const nextFire = (cron: Cron, timeZone: string, after: Date): Date => {
+/** Days in each month (1-12) in the longest year. */
+const MONTH_DAYS = [0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * True when no date ever matches: day-of-week is `*` (so day-of-month alone decides) and no
+ * month named has a day named (30 February, 31 April). With both day fields restricted either
+ * matches (Vixie cron), and a weekday occurs in every month, so such a schedule does fire.
+ */
+export const neverFires = (cron: Cron) =>
+  cron.dow.any &&
+  ![...cron.month.values].some((m) => [...cron.dom.values].some((d) => d <= (MONTH_DAYS[m] ?? 0)));
+
+/**
+ * How many local days nextFire looks at before it gives up. Any date a cron expression can match
+ * (a day of month in a month, or a weekday in a month) recurs within 8 years: the longest gap is
+ * 29 February across a century that is not a leap year (2096 to 2104, 2,922 days). A weekday
+ * combined with a date needs no longer, as either matches. So a schedule that has not fired within
+ * this many days never will (only a time zone that skips its wall-clock time every time could also
+ * end here).
+ */
+export const SEARCH_DAYS = 8 * 366 + 2;
+
+/**
+ * The first fire time strictly after `after`, or 'never'. Throws CronError for a zone Intl does
+ * not know. `count`, when given, is told each instant looked at (for tests: the work is bounded).
+ */
+export const nextFire = (cron: Cron, timeZone: string, after: Date, count?: () => void): Date | 'never' => {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone });
   } catch {
     throw new CronError(`unknown time zone "${timeZone}"`);
   }
+  if (neverFires(cron)) return 'never';
   let t = Math.floor(after.getTime() / MINUTE) * MINUTE + MINUTE;
-  for (let i = 0; i < 100_000; i++) {
-    const p = localParts(new Date(t), timeZone);
+  // A day that does not match takes one step; one that does, at most 24 hour steps and 60 minute
+  // steps before it fires.
+  for (let days = 0, day = -1; ; ) {
+    count?.();
+    let p = localParts(new Date(t), timeZone);
+    if (p.day !== day) {
+      // A jump to "the next midnight" across a spring-forward lands past it (01:00): go back to
+      // the day's first minute, unless that is in the day before (midnight itself was skipped).
+      if (day !== -1 && (p.hour > 0 || p.minute > 0)) {
+        const back = t - (p.hour * 60 + p.minute) * MINUTE;
+        const q = localParts(new Date(back), timeZone);
+        if (q.day === p.day) [t, p] = [back, q];
+      }
+      day = p.day;
+      if (++days > SEARCH_DAYS) return 'never';
+    }
     const domOk = cron.dom.values.has(p.day);
     const dowOk = cron.dow.values.has(p.dow);
     // Vixie cron: with both day fields restricted, either may match.
@@ -117,5 +157,4 @@ export const nextFire = (cron: Cron, timeZone: string, after: Date): Date => {
       return new Date(t);
     }
   }
-  throw new CronError('no fire time within the next years (e.g. 30 FEB)');
 };

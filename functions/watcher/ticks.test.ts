@@ -1,9 +1,16 @@
 import type { CloudEvent } from 'cloudevents';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
-import { parseCron } from './cron.ts';
+import { nextFire, parseCron } from './cron.ts';
 import { createTicks, dueFires } from './ticks.ts';
+
+// The real nextFire, counted: how often the clock searches for a schedule's next fire time.
+vi.mock('./cron.ts', async (original) => {
+  const cron = await original<typeof import('./cron.ts')>();
+  return { ...cron, nextFire: vi.fn(cron.nextFire) };
+});
+const searches = vi.mocked(nextFire);
 
 const at = (iso: string) => new Date(iso);
 
@@ -105,6 +112,34 @@ describe('ticks', () => {
     ]);
     await ticks.checkSchedules();
     expect(events.map((e) => e.name)).toEqual(['nightly']);
+  });
+
+  it('searches for the next fire once per change, not on every check, and never for one that cannot fire', async () => {
+    const now = { t: at('2026-11-22T12:00:30Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [
+      { ...schedule({ schedule: '0 0 30 2 *' }), metadata: { name: 'never', namespace: 'ns', uid: 'u0' } },
+      schedule({ schedule: '0 0 29 2 *' }),
+    ]);
+    searches.mockClear();
+    for (let i = 0; i < 5; i++) {
+      now.t = new Date(now.t.getTime() + 1000);
+      await ticks.checkSchedules();
+    }
+    expect(searches).toHaveBeenCalledTimes(2);
+    expect(searches.mock.results.map((r) => r.value)).toEqual(['never', at('2028-02-29T00:00:00Z')]);
+    // A changed schedule is searched again, once.
+    ticks.observe('BackupSchedule', 'MODIFIED', {
+      ...schedule({ schedule: '0 0 1 3 *' }),
+      metadata: { name: 'never', namespace: 'ns', uid: 'u0' },
+    });
+    await ticks.checkSchedules();
+    await ticks.checkSchedules();
+    expect(searches).toHaveBeenCalledTimes(3);
+    expect(events).toEqual([]);
+    expect(
+      dueFires(parseCron('0 0 31 4 *'), 'UTC', at('2026-01-01T00:00:00Z'), at('2036-01-01T00:00:00Z')),
+    ).toBe(undefined);
   });
 
   it('forgets deleted schedules', async () => {

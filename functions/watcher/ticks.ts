@@ -27,7 +27,11 @@ export type TicksOptions = {
 export const dueFires = (cron: Cron, timeZone: string, after: Date, now: Date, cap = 10_000) => {
   let latest: Date | undefined;
   let missed = 0;
-  for (let t = nextFire(cron, timeZone, after); t <= now && missed < cap; t = nextFire(cron, timeZone, t)) {
+  for (
+    let t = nextFire(cron, timeZone, after);
+    t !== 'never' && t <= now && missed < cap;
+    t = nextFire(cron, timeZone, t)
+  ) {
     if (latest) missed++;
     latest = t;
   }
@@ -35,6 +39,9 @@ export const dueFires = (cron: Cron, timeZone: string, after: Date, now: Date, c
 };
 
 const toDate = (v: string | Date | undefined) => (v ? new Date(v) : undefined);
+
+/** A schedule's next fire time, and what it was computed from. */
+type Plan = { key: string; text: string; cron: Cron; next: Date | 'never' };
 
 /**
  * The watcher is the clock: a health tick per RedisCluster every interval, and a schedule tick per
@@ -46,10 +53,7 @@ const toDate = (v: string | Date | undefined) => (v ? new Date(v) : undefined);
 export const createTicks = (o: TicksOptions) => {
   const clock = o.clock ?? (() => new Date());
   const clusters = new Map<string, KubeObj>();
-  const schedules = new Map<
-    string,
-    { obj: Schedule; lastFired?: Date; parsed?: { text: string; cron: Cron } }
-  >();
+  const schedules = new Map<string, { obj: Schedule; lastFired?: Date; seen?: Date; plan?: Plan }>();
   let healthBusy = false;
   let scheduleBusy = false;
 
@@ -87,12 +91,24 @@ export const createTicks = (o: TicksOptions) => {
           continue;
         }
         try {
-          if (s.parsed?.text !== spec.schedule)
-            s.parsed = { text: spec.schedule, cron: parseCron(spec.schedule) };
-          const created = toDate(s.obj.metadata?.creationTimestamp) ?? now;
+          const timeZone = spec.timeZone || 'UTC';
+          // Without a creation time, from when first seen (not from now: that would move every check).
+          s.seen ??= now;
+          const created = toDate(s.obj.metadata?.creationTimestamp) ?? s.seen;
           const last = toDate(s.obj.status?.lastScheduleTime);
           const after = s.lastFired ?? (last && last > created ? last : created);
-          const due = dueFires(s.parsed.cron, spec.timeZone || 'UTC', after, now);
+          // The next fire is searched for once per change of schedule, zone or last fire, not
+          // every check: for a rare schedule that search walks years of days.
+          const key = `${spec.schedule}\n${timeZone}\n${after.getTime()}`;
+          if (s.plan?.key !== key) {
+            const cron = s.plan?.text === spec.schedule ? s.plan.cron : parseCron(spec.schedule);
+            const next = nextFire(cron, timeZone, after);
+            if (next === 'never')
+              o.log.info('schedule never fires', { uid, schedule: spec.schedule, timeZone });
+            s.plan = { key, text: spec.schedule, cron, next };
+          }
+          if (s.plan.next === 'never' || s.plan.next > now) continue;
+          const due = dueFires(s.plan.cron, timeZone, after, now);
           if (!due) continue;
           await publish(
             tickEvent(o.source, EventType.scheduleTick, 'BackupSchedule', s.obj, due.latest.toISOString(), {

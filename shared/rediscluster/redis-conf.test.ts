@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigRejected, confValue, renderAuthConf, renderRedisConf } from './redis-conf.ts';
+import {
+  ConfigRejected,
+  configProblems,
+  confValue,
+  renderAuthConf,
+  renderRedisConf,
+  UNSAFE_DIRECTIVES,
+  VALUE_RULES,
+  validateConfig,
+} from './redis-conf.ts';
 
 const o = { authInclude: '/etc/tideway/auth/auth.conf', dataDir: '/data' };
 
@@ -32,5 +41,78 @@ describe('redis.conf', () => {
     expect(confValue('s3cret')).toBe('s3cret');
     expect(confValue('a b"c\\d')).toBe('"a b\\"c\\\\d"');
     expect(renderAuthConf('p w')).toBe('requirepass "p w"\nmasterauth "p w"\n');
+  });
+});
+
+describe('what spec.config may hold', () => {
+  it('refuses directives that would run code or reach the disk, naming them', () => {
+    expect(configProblems({ loadmodule: '/x.so', 'Enable-Debug-Command': 'yes', maxmemory: '1gb' })).toEqual([
+      expect.stringMatching(/config sets loadmodule, Enable-Debug-Command, which would let/),
+    ]);
+    for (const k of UNSAFE_DIRECTIVES) expect(configProblems({ [k]: 'yes' })).toHaveLength(1);
+  });
+
+  it('refuses a key that is no directive name', () => {
+    expect(configProblems({ bad_key: '1', '-x': '1', 'maxmemory-policy': 'noeviction' })).toEqual([
+      expect.stringMatching(/malformed entries: "bad_key", "-x"/),
+    ]);
+  });
+
+  it('keeps restarted servers read-only: replica-read-only (and its alias) only yes', () => {
+    expect(configProblems({ 'replica-read-only': 'YES' })).toEqual([]);
+    expect(configProblems({ 'replica-read-only': 'no' })).toEqual([VALUE_RULES[0].message]);
+    expect(configProblems({ 'Slave-Read-Only': 'no' })).toEqual([VALUE_RULES[0].message]);
+  });
+
+  it('bounds min-replicas-to-write by the replicas there are', () => {
+    const toWrite = VALUE_RULES[1].message;
+    expect(configProblems({ 'min-replicas-to-write': '2' }, 3)).toEqual([]);
+    expect(configProblems({ 'min-replicas-to-write': '3' }, 3)).toEqual([toWrite]);
+    expect(configProblems({ 'min-slaves-to-write': '1' }, 1)).toEqual([toWrite]);
+    expect(configProblems({ 'min-replicas-to-write': '0' }, 1)).toEqual([]);
+    for (const bad of ['-1', '1.5', 'two', '', ' 1', '9999999999'])
+      expect(configProblems({ 'min-replicas-to-write': bad }, 9)).toEqual([toWrite]);
+    // Without the replica count only the form is checked.
+    expect(configProblems({ 'min-replicas-to-write': '5' })).toEqual([]);
+  });
+
+  it('wants min-replicas-max-lag as whole seconds, at least 1', () => {
+    expect(configProblems({ 'min-replicas-max-lag': '1' })).toEqual([]);
+    for (const bad of ['0', '10s', '-5'])
+      expect(configProblems({ 'min-slaves-max-lag': bad })).toEqual([VALUE_RULES[2].message]);
+  });
+
+  it('rejects through renderRedisConf and validateConfig with reason InvalidConfig, not to be retried', () => {
+    const error = (() => {
+      try {
+        renderRedisConf({ 'min-replicas-to-write': '3' }, { ...o, replicas: 3 });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigRejected);
+    expect(error).toMatchObject({ reason: 'InvalidConfig', retry: false });
+    expect(() => validateConfig({ loadmodule: 'x' })).toThrow(ConfigRejected);
+    expect(() => validateConfig({ maxmemory: '1gb' }, 3)).not.toThrow();
+  });
+});
+
+describe('replication defaults', () => {
+  it('with replicas, the master stops taking writes that no replica has seen for 10 s', () => {
+    const conf = renderRedisConf({}, { ...o, replicas: 3 });
+    expect(conf).toContain('min-replicas-to-write 1\n');
+    expect(conf).toContain('min-replicas-max-lag 10\n');
+  });
+
+  it('sets none for a single instance, or when the count is not given', () => {
+    expect(renderRedisConf({}, { ...o, replicas: 1 })).not.toMatch(/min-replicas/);
+    expect(renderRedisConf({}, o)).not.toMatch(/min-replicas/);
+  });
+
+  it("leaves a directive the user set (under either name) to the user's value", () => {
+    const conf = renderRedisConf({ 'min-slaves-to-write': '0' }, { ...o, replicas: 2 });
+    expect(conf).not.toMatch(/min-replicas-to-write/);
+    expect(conf).toContain('min-slaves-to-write 0\n');
+    expect(conf).toContain('min-replicas-max-lag 10\n');
   });
 });
