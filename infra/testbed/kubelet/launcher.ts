@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type Mount = { hostPath: string; containerPath: string; readOnly: boolean };
@@ -56,7 +56,9 @@ export const launcherScript = (o: {
   // Longest paths last, so a volume inside another volume's path lands on top.
   for (const m of [...o.mounts].sort((a, b) => a.containerPath.length - b.containerPath.length)) {
     const target = `"$R"${q(m.containerPath)}`;
-    if (existsSync(m.hostPath) && !lstatSync(m.hostPath).isDirectory()) lines.push(`touch ${target}`);
+    // stat, not lstat: a subPath into a configMap or secret volume is a symlink through `..data`,
+    // and mount(8) binds what it points to.
+    if (existsSync(m.hostPath) && !statSync(m.hostPath).isDirectory()) lines.push(`touch ${target}`);
     else lines.push(`mkdir -p ${target}`);
     lines.push(`mount --bind ${q(m.hostPath)} ${target}`);
     if (m.readOnly) lines.push(`mount -o remount,bind,ro ${target}`);

@@ -16,7 +16,7 @@ import { resolveArgv } from './command.ts';
 import { ContainerConfigError, resolveEnv } from './env.ts';
 import { launcherScript, type Mount } from './launcher.ts';
 import { type ProbeLoop, probeLoop, runProbe } from './probes.ts';
-import { type PodVolumes, prepareVolumes } from './volumes.ts';
+import { type PodVolumes, prepareVolumes, refreshVolumes } from './volumes.ts';
 
 type Terminated = { exitCode: number; reason: string; startedAt?: Date; finishedAt: Date; signal?: number };
 
@@ -47,6 +47,8 @@ export type WorkerContext = {
   hostIp: string;
   restartBackoffMs: number;
   maxBackoffMs: number;
+  /** How often configMap, secret and downwardAPI volumes are refreshed while the pod runs. */
+  volumeRefreshMs: number;
 };
 
 export type PodWorker = {
@@ -77,6 +79,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
   let podIp: string | undefined;
   let netnsName: string | undefined;
   let volumes: PodVolumes | undefined;
+  let nextRefreshAt = 0;
   let setupError: { reason: string; message: string } | undefined;
   let held = false;
   let stopping = false;
@@ -100,6 +103,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
 
   const policy = () => pod.spec?.restartPolicy ?? 'Always';
   const initsDone = () => runs.filter((r) => r.init).every((r) => r.done && r.terminated?.exitCode === 0);
+  const finished = () => runs.filter((r) => !r.init).every((r) => r.done);
 
   const stopProbes = (r: ContainerRun) => {
     for (const p of r.probes) p.stop();
@@ -178,18 +182,20 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     for (const [program, path] of Object.entries(image.programs)) await symlink(path, join(binDir, program));
     const mounts: Mount[] = [{ hostPath: binDir, containerPath: '/tideway/bin', readOnly: true }];
     for (const m of r.spec.volumeMounts ?? []) {
-      const host = volumes?.get(m.name);
-      if (!host) {
+      const volume = volumes?.get(m.name);
+      if (!volume) {
         r.waiting = {
           reason: 'CreateContainerConfigError',
           message: `volumeMount ${m.name} names no volume of the pod`,
         };
         return;
       }
+      // A subPath is bound as what it resolves to now (through `..data` for API data): like
+      // kubelet, later refreshes of the volume do not reach it.
       mounts.push({
-        hostPath: m.subPath ? join(host, m.subPath) : host,
+        hostPath: m.subPath ? join(volume.path, m.subPath) : volume.path,
         containerPath: m.mountPath,
-        readOnly: m.readOnly ?? false,
+        readOnly: volume.readOnly || (m.readOnly ?? false),
       });
     }
     const script = join(cdir, 'launch.sh');
@@ -340,10 +346,15 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       try {
         volumes = await prepareVolumes(ctx.core, pod, podDir);
         setupError = undefined;
+        nextRefreshAt = Date.now() + ctx.volumeRefreshMs;
       } catch (error) {
         if (!(error instanceof ContainerConfigError)) throw error;
         setupError = { reason: 'CreateContainerConfigError', message: error.message };
       }
+    } else if (Date.now() >= nextRefreshAt && !finished()) {
+      // Here, in the serialized sync, so no refresh runs after terminate() removed the pod dir.
+      nextRefreshAt = Date.now() + ctx.volumeRefreshMs;
+      await refreshVolumes(ctx.core, pod, volumes).catch(() => undefined); // the next round retries
     }
     if (volumes && !held) {
       const now = Date.now();

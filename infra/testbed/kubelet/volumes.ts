@@ -1,94 +1,77 @@
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CoreV1Api, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { isNotFound } from '../../../shared/kube/errors.ts';
+import { type Payload, PayloadPathError, writeAtomic } from './atomic-writer.ts';
 import { ContainerConfigError } from './env.ts';
+import { configMapPayload, downwardApiPayload, secretPayload } from './payload.ts';
 
-/** Where each volume of a pod lives on the host. */
-export type PodVolumes = Map<string, string>;
+/** A volume of a pod on the host. */
+export type HostVolume = {
+  readonly path: string;
+  /** kubelet mounts configMap, secret and downwardAPI volumes read-only, whatever the pod asks. */
+  readonly readOnly: boolean;
+};
 
-const writeKeys = async (
-  dir: string,
-  data: Record<string, Buffer>,
-  items: { key: string; path: string; mode?: number }[] | undefined,
-  mode: number,
-) => {
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
-  const entries = items?.length
-    ? items.map((i) => [i.path, data[i.key], i.mode] as const)
-    : Object.entries(data).map(([k, v]) => [k, v, undefined] as const);
-  for (const [path, value, m] of entries) {
-    if (value === undefined) continue;
-    const file = join(dir, path);
-    await mkdir(join(file, '..'), { recursive: true });
-    await writeFile(file, value);
-    await chmod(file, m ?? mode);
+/** Where each volume of a pod lives on the host, by volume name. */
+export type PodVolumes = ReadonlyMap<string, HostVolume>;
+
+/** Reads an API object; undefined when it does not exist, a retryable error when the read failed. */
+const readOrMissing = async <T>(what: string, read: () => Promise<T>): Promise<T | undefined> => {
+  try {
+    return await read();
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw new ContainerConfigError(`could not read ${what}: ${String(error)}`, { cause: error });
   }
 };
 
+/** The files an API-data volume should hold now; undefined for other kinds of volume. */
+const apiDataPayload = async (core: CoreV1Api, pod: V1Pod, v: V1Volume): Promise<Payload | undefined> => {
+  const namespace = pod.metadata?.namespace ?? 'default';
+  if (v.configMap) {
+    const name = v.configMap.name ?? '';
+    const cm = await readOrMissing(`configmap "${name}"`, () =>
+      core.readNamespacedConfigMap({ namespace, name }),
+    );
+    return configMapPayload(v.name, v.configMap, cm);
+  }
+  if (v.secret) {
+    const name = v.secret.secretName ?? '';
+    const secret = await readOrMissing(`secret "${name}"`, () =>
+      core.readNamespacedSecret({ namespace, name }),
+    );
+    return secretPayload(v.name, v.secret, secret);
+  }
+  if (v.downwardAPI) return downwardApiPayload(v.downwardAPI, pod);
+  return undefined;
+};
+
+const volumeDir = (podDir: string, name: string) => join(podDir, 'volumes', name);
+
 /**
- * Materializes a pod's volumes as directories under podDir: emptyDir, configMap, secret,
- * downwardAPI; persistentVolumeClaim and hostPath point at existing directories (a PVC's
- * outlives the pod). Anything else is refused with a message, never ignored.
+ * Materializes a pod's volumes as directories under podDir: emptyDir; configMap, secret and
+ * downwardAPI written atomically (see writeAtomic); persistentVolumeClaim and hostPath point at
+ * existing directories (a PVC's outlives the pod). Anything else is refused with a message,
+ * never ignored.
  */
 export const prepareVolumes = async (core: CoreV1Api, pod: V1Pod, podDir: string): Promise<PodVolumes> => {
   const ns = pod.metadata?.namespace ?? 'default';
-  const out: PodVolumes = new Map();
+  const out = new Map<string, HostVolume>();
   for (const v of (pod.spec?.volumes ?? []) as V1Volume[]) {
-    const dir = join(podDir, 'volumes', v.name);
-    if (v.emptyDir) {
-      await mkdir(dir, { recursive: true });
-      out.set(v.name, dir);
-    } else if (v.configMap) {
-      const cm = await core
-        .readNamespacedConfigMap({ namespace: ns, name: v.configMap.name ?? '' })
-        .catch(() => undefined);
-      if (!cm && !v.configMap.optional)
-        throw new ContainerConfigError(`configmap "${v.configMap.name}" not found (volume ${v.name})`);
-      const data: Record<string, Buffer> = {};
-      for (const [k, s] of Object.entries(cm?.data ?? {})) data[k] = Buffer.from(s);
-      for (const [k, s] of Object.entries(cm?.binaryData ?? {})) data[k] = Buffer.from(s, 'base64');
-      await writeKeys(dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644);
-      out.set(v.name, dir);
-    } else if (v.secret) {
-      const s = await core
-        .readNamespacedSecret({ namespace: ns, name: v.secret.secretName ?? '' })
-        .catch(() => undefined);
-      if (!s && !v.secret.optional)
-        throw new ContainerConfigError(`secret "${v.secret.secretName}" not found (volume ${v.name})`);
-      const data: Record<string, Buffer> = {};
-      for (const [k, b] of Object.entries(s?.data ?? {})) data[k] = Buffer.from(b, 'base64');
-      await writeKeys(dir, data, v.secret.items, v.secret.defaultMode ?? 0o644);
-      out.set(v.name, dir);
-    } else if (v.downwardAPI) {
-      const m = pod.metadata ?? {};
-      const fmt = (r: Record<string, string> | undefined) =>
-        Object.entries(r ?? {})
-          .map(([k, val]) => `${k}=${JSON.stringify(val)}`)
-          .join('\n');
-      const data: Record<string, Buffer> = {};
-      for (const item of v.downwardAPI.items ?? []) {
-        const p = item.fieldRef?.fieldPath;
-        const value =
-          p === 'metadata.labels'
-            ? fmt(m.labels)
-            : p === 'metadata.annotations'
-              ? fmt(m.annotations)
-              : p === 'metadata.name'
-                ? m.name
-                : p === 'metadata.namespace'
-                  ? m.namespace
-                  : p === 'metadata.uid'
-                    ? m.uid
-                    : undefined;
-        if (value === undefined)
-          throw new ContainerConfigError(
-            `downwardAPI ${p ?? item.resourceFieldRef?.resource} is not supported by the test bed's node agent`,
-          );
-        data[item.path] = Buffer.from(value);
+    const dir = volumeDir(podDir, v.name);
+    const payload = await apiDataPayload(core, pod, v);
+    if (payload) {
+      try {
+        await writeAtomic(dir, payload);
+      } catch (error) {
+        if (!(error instanceof PayloadPathError)) throw error;
+        throw new ContainerConfigError(`volume ${v.name}: ${error.message}`, { cause: error });
       }
-      await writeKeys(dir, data, undefined, v.downwardAPI.defaultMode ?? 0o644);
-      out.set(v.name, dir);
+      out.set(v.name, { path: dir, readOnly: true });
+    } else if (v.emptyDir) {
+      await mkdir(dir, { recursive: true });
+      out.set(v.name, { path: dir, readOnly: false });
     } else if (v.persistentVolumeClaim) {
       const claim = v.persistentVolumeClaim.claimName;
       const pvc = await core
@@ -100,9 +83,9 @@ export const prepareVolumes = async (core: CoreV1Api, pod: V1Pod, podDir: string
       const path = pv.spec?.hostPath?.path ?? pv.spec?.local?.path;
       if (!path)
         throw new ContainerConfigError(`persistentvolume ${pv.metadata?.name} has no hostPath or local path`);
-      out.set(v.name, path);
+      out.set(v.name, { path, readOnly: false });
     } else if (v.hostPath) {
-      out.set(v.name, v.hostPath.path);
+      out.set(v.name, { path: v.hostPath.path, readOnly: false });
     } else {
       const kind = Object.keys(v).find((k) => k !== 'name') ?? 'unknown';
       throw new ContainerConfigError(
@@ -111,4 +94,23 @@ export const prepareVolumes = async (core: CoreV1Api, pod: V1Pod, podDir: string
     }
   }
   return out;
+};
+
+/**
+ * Brings a running pod's configMap, secret and downwardAPI volumes up to date with the API, as
+ * kubelet does on its periodic pod sync. A volume whose source cannot be projected now (a deleted
+ * required ConfigMap or Secret, a missing item key, a failed read) keeps its last content, as
+ * with kubelet; an optional source that is gone empties its volume. The next call tries again.
+ */
+export const refreshVolumes = async (core: CoreV1Api, pod: V1Pod, volumes: PodVolumes): Promise<void> => {
+  for (const v of (pod.spec?.volumes ?? []) as V1Volume[]) {
+    const host = volumes.get(v.name);
+    if (!host) continue;
+    try {
+      const payload = await apiDataPayload(core, pod, v);
+      if (payload) await writeAtomic(host.path, payload);
+    } catch (error) {
+      if (!(error instanceof ContainerConfigError || error instanceof PayloadPathError)) throw error;
+    }
+  }
 };

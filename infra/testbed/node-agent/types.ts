@@ -24,6 +24,12 @@ export type NodeAgentOptions = {
   /** Marker set on every process the agent starts (see paths.ts TESTBED_ENV_MARKER). */
   testbedId: string;
   images: ImageTable;
+  /**
+   * How often the files of configMap, secret and downwardAPI volumes of running pods are brought
+   * up to date with the API. Default 2000 ms, so tests see a change within seconds; kubelet takes
+   * up to its sync period (1 min) plus the delay of its ConfigMap/Secret cache.
+   */
+  volumeRefreshMs?: number;
 };
 
 export type NodeAgent = {
