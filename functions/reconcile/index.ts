@@ -4,6 +4,7 @@ import type { RedisCluster } from '../../shared/api/generated.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { eventRecorder } from '../../shared/kube/events.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
+import { specProblems } from '../../shared/rediscluster/admission.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
@@ -77,6 +78,11 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     ctx.log.warn('not reconciled', r);
     return done;
   };
+
+  // What admission refuses is refused here too (objects created before a rule existed, or an API
+  // server without the current CRD): nothing running changes because of it.
+  const problems = specProblems(rc);
+  if (problems.length > 0) return refuse({ reason: 'InvalidSpec', message: problems.join('; ') });
 
   let password: string;
   try {

@@ -38,6 +38,7 @@ export const configMapFor = (rc: RedisCluster): V1ConfigMap => {
   const conf = renderRedisConf(rc.spec.config ?? {}, {
     authInclude: `${AUTH_DIR}/auth.conf`,
     dataDir: DATA_DIR,
+    replicas: rc.spec.replicas ?? 3,
   });
   return {
     apiVersion: 'v1',

@@ -1,6 +1,7 @@
 import { parseDuration } from '../api/duration.ts';
 import type { RedisCluster } from '../api/generated.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
+import { FAILOVER_AFTER_MIN } from './admission.ts';
 import { REDIS_PORT } from './names.ts';
 import type { Instance } from './probe.ts';
 import { type History, promotionCandidates } from './promotion.ts';
@@ -48,7 +49,8 @@ export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], n
   if (!answers(m) || ahead) {
     const start = since ?? now.toISOString();
     const after = rc.spec.failover?.after ?? '5s';
-    const afterMs = parseDuration(after);
+    // Never below the floor admission enforces, whatever an older object says.
+    const afterMs = Math.max(parseDuration(after), parseDuration(FAILOVER_AFTER_MIN));
     const downMs = now.getTime() - Date.parse(start);
     const enabled = rc.spec.failover?.enabled ?? true;
     const { safe, refused } = promotionCandidates(instances, {
