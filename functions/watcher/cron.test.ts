@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { NEVER_FIRING_CRON } from '../../shared/api/schedule.ts';
 import { type Cron, CronError, neverFires, nextFire, parseCron, SEARCH_DAYS } from './cron.ts';
 
 /** The next fire time as ISO text or 'never', and how many instants the search looked at. */
@@ -55,6 +56,22 @@ describe('cron', () => {
       expect(neverFires(parseCron(expr))).toBe(true);
       expect(search(expr, 'UTC', '2026-11-22T00:00:00Z')).toEqual({ at: 'never', steps: 0 });
     }
+  });
+
+  it("agrees with the API server's rule (NEVER_FIRING_CRON) wherever the rule speaks", () => {
+    const refused = (expr: string) => NEVER_FIRING_CRON.some((re) => new RegExp(re).test(expr));
+    const MONTHS = ['1', '2', '02', 'feb', 'APR', '4', '6', 'jun', '9', 'Sep', '11', 'nov', '12', 'jan'];
+    const monthFields = MONTHS.flatMap((a) => [a, ...MONTHS.map((b) => `${a},${b}`)]);
+    for (let d = 27; d <= 31; d++)
+      for (let e = d; e <= 31; e++)
+        for (const dom of [`${d}`, `${d},${e}`, `${d}-${e}`, `${d}/2`, `${e},${d}`])
+          for (const month of monthFields) {
+            const expr = `0 3 ${dom} ${month} *`;
+            expect(refused(expr), expr).toBe(neverFires(parseCron(expr)));
+          }
+    // Where a weekday is named (either day field matches) or days are `*`, the rule holds back.
+    for (const expr of ['0 0 31 2 1', '0 0 30 2 mon', '0 0 * 2 *', '0 0 31 2 */1', '@yearly'])
+      expect(refused(expr), expr).toBe(false);
   });
 
   it('gives up a search after SEARCH_DAYS days, one step per day that does not match', () => {

@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
 
 /** One x-kubernetes-validations entry. */
-export type CelRule = { rule: string; message: string; fieldPath?: string };
+export type CelRule = { rule: string; message: string; fieldPath?: string; optionalOldSelf?: boolean };
 
 /** Named lists of rules, written into one CRD file's generated blocks. */
 export type CelBlocks = Readonly<Record<string, readonly CelRule[]>>;

@@ -2,9 +2,11 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { fillCelBlocks } from './cel-blocks.ts';
 import { generate } from './codegen.ts';
-import { crdTexts } from './crds.ts';
+import { crdFiles, crdTexts } from './crds.ts';
 import { zBackupSchedule, zRedisClusterSpec, zRestoreSpec } from './generated.ts';
+import { CEL_BLOCKS } from './rules.ts';
 
 describe('API types generated from crds/', () => {
   it('are in sync with the CRDs (run `npm run gen:api` after changing crds/)', () => {
@@ -12,6 +14,16 @@ describe('API types generated from crds/', () => {
     expect(generate(crdTexts()) === committed, 'shared/api/generated.ts is stale: run npm run gen:api').toBe(
       true,
     );
+  });
+
+  it('CEL rules in crds/ are the ones generated from the TypeScript lists (run `npm run gen:api`)', () => {
+    const files = crdFiles();
+    for (const file of Object.keys(CEL_BLOCKS)) expect(files.map((f) => f.file)).toContain(file);
+    for (const { file, text } of files)
+      expect(
+        fillCelBlocks(text, CEL_BLOCKS[file] ?? {}) === text,
+        `crds/${file} is stale: run npm run gen:api`,
+      ).toBe(true);
   });
 
   it('validate what the schemas say', () => {

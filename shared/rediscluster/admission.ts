@@ -50,9 +50,19 @@ const celValue = (rule: ValueRule, v: string) =>
 
 /** The generated blocks of crds/rediscluster.yaml, by marker name. */
 export const REDISCLUSTER_CEL = {
+  // At creation only (a name never changes): an object made before these rules must still take
+  // updates, or Tideway could not even remove its finalizer.
   root: [
-    { rule: `self.metadata.name.matches(r'${CLUSTER_NAME}')`, message: NAME_FORMAT },
-    { rule: `self.metadata.name.size() <= ${CLUSTER_NAME_MAX}`, message: NAME_LENGTH },
+    {
+      rule: `oldSelf.hasValue() || self.metadata.name.matches(r'${CLUSTER_NAME}')`,
+      message: NAME_FORMAT,
+      optionalOldSelf: true,
+    },
+    {
+      rule: `oldSelf.hasValue() || self.metadata.name.size() <= ${CLUSTER_NAME_MAX}`,
+      message: NAME_LENGTH,
+      optionalOldSelf: true,
+    },
   ],
   // Value rules sit on spec: min-replicas-to-write is bounded by spec.replicas.
   spec: VALUE_RULES.map(

@@ -1,0 +1,30 @@
+import type { CelBlocks } from './cel-blocks.ts';
+
+// The BackupSchedule crons the API server refuses because they never fire. With day-of-week `*`
+// the day-of-month alone decides (with both restricted either matches, and a weekday occurs in
+// every month); then a schedule never fires when its smallest day is 30 or 31 and its only month
+// is February, or its smallest day is 31 and its months have 30 days or fewer. Said here for days
+// given as numbers, ranges and steps and months as numbers or names, which a regular expression
+// can tell; the watcher's clock (functions/watcher/cron.ts neverFires) recognises the rest.
+
+const CRON_MINUTE_HOUR = '^[^ ]+ +[^ ]+ +';
+const days = (first: string) => `${first}(-3[01])?(/[0-9]+)?(,${first}(-3[01])?(/[0-9]+)?)*`;
+const months = (m: string) => ` +(${m})(,(${m}))* +\\*$`;
+
+/** Regular expressions (RE2 and JavaScript alike) for a 5-field cron that never fires. */
+export const NEVER_FIRING_CRON = [
+  `${CRON_MINUTE_HOUR}${days('3[01]')}${months('0?2|(?i:feb)')}`,
+  `${CRON_MINUTE_HOUR}${days('31')}${months('0?[2469]|11|(?i:feb|apr|jun|sep|nov)')}`,
+] as const;
+
+/** The generated blocks of crds/backupschedule.yaml, by marker name. */
+export const BACKUPSCHEDULE_CEL = {
+  spec: [
+    {
+      rule: `!has(self.schedule) || ${NEVER_FIRING_CRON.map((re) => `!self.schedule.matches(r'${re}')`).join(' && ')}`,
+      message:
+        'schedule never fires: none of its months has its day of month (e.g. 30 February, 31 April); choose a day that exists in those months',
+      fieldPath: '.schedule',
+    },
+  ],
+} as const satisfies CelBlocks;
