@@ -287,4 +287,28 @@ describe('redis safety', () => {
     expect(stsLast.metadata?.uid).toBe(stsBefore.metadata?.uid);
     expect(stsLast.metadata?.deletionTimestamp).toBeUndefined();
   });
+
+  it("reports the API server's refusal of an owned object at once, and starts no pod", async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-refused', { replicas: { reconcile: 1, health: 1 } });
+    // Admission cannot know every rule of the objects Tideway makes: a node selector key that is
+    // not a label key passes the RedisCluster's schema and is refused in the StatefulSet.
+    await rdc.apply('refused', {
+      version: '7.0',
+      replicas: 1,
+      podTemplate: { nodeSelector: { 'bad key!': 'x' } },
+    });
+    const c = await until(
+      'Reconciled=False Rejected',
+      async () => {
+        const r = await condition('refused', 'Reconciled');
+        return r?.reason === 'Rejected' ? r : undefined;
+      },
+      20_000,
+      250,
+    );
+    expect(c.status).toBe('False');
+    expect(c.message).toMatch(/StatefulSet refused.*nodeSelector/s);
+    await expect(b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'refused' })).rejects.toThrow();
+    expect(await rdc.pods('refused')).toEqual([]);
+  });
 });
