@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, nodeArgsFor, parseServerless, toMs } from './config.ts';
+import { ackWaitMsOf, ConfigError, nodeArgsFor, parseServerless, toMs } from './config.ts';
 
 const valid = `
 service: tideway
@@ -54,6 +54,16 @@ describe('serverless.yml', () => {
 
   it('reads durations', () => {
     expect([toMs('500ms'), toMs('5s'), toMs('2m'), toMs(7)]).toEqual([500, 5000, 120000, 7]);
+  });
+
+  it('derives the ack wait from the timeout unless set, and refuses one under a second', () => {
+    const fn = parseServerless(valid).functions.reconcile!;
+    expect(ackWaitMsOf(fn)).toBe(30_000);
+    expect(ackWaitMsOf({ ...fn, timeout: 90 })).toBe(90_000);
+    expect(ackWaitMsOf({ ...fn, timeout: 600 })).toBe(120_000);
+    const set = valid.replace('timeout: 30', 'timeout: 30\n    tideway: { ackWait: 2s }');
+    expect(ackWaitMsOf(parseServerless(set).functions.reconcile!)).toBe(2000);
+    expect(() => parseServerless(set.replace('2s', '500ms'))).toThrow(/tideway\.ackWait: at least 1s/);
   });
 });
 

@@ -64,6 +64,12 @@ const zFunction = z.strictObject({
       /** First retry delay; doubles per attempt up to maxDelay, with jitter. */
       initialDelay: zDuration.default('1s'),
       maxDelay: zDuration.default('2m'),
+      /**
+       * How long the bus waits on a delivery nobody settles or extends before it redelivers it
+       * (the process died). Running handlers extend theirs every third of it. Default: the
+       * timeout, at least 30s and at most 2m.
+       */
+      ackWait: zDuration.refine((d) => toMs(d) >= 1000, 'at least 1s').optional(),
       /** Condition set False (with the error's reason) on the object when the function fails for good. */
       failureCondition: z
         .string()
@@ -86,6 +92,12 @@ export const zServerless = z.object({
 
 export type ServerlessConfig = z.infer<typeof zServerless>;
 export type FunctionConfig = z.infer<typeof zFunction>;
+
+/** The bus's ack wait for a function's deliveries, in ms (see tideway.ackWait). */
+export const ackWaitMsOf = (fn: Pick<FunctionConfig, 'timeout' | 'tideway'>): number =>
+  fn.tideway.ackWait !== undefined
+    ? toMs(fn.tideway.ackWait)
+    : Math.max(30_000, Math.min(fn.timeout * 1000, 120_000));
 
 /** Node flags a function's processes start with (see memorySize). */
 export const nodeArgsFor = (fn: Pick<FunctionConfig, 'memorySize'>): string[] =>

@@ -3,10 +3,11 @@ import type { CloudEvent } from 'cloudevents';
 import type { Bus } from '../bus/connect.ts';
 import { fromMessage } from '../events/nats-binding.ts';
 import { filterSubject, objectKeyOf, STREAM } from '../events/subjects.ts';
+import { boundedKubeConfig } from '../kube/timeouts.ts';
 import { backoffMs } from './backoff.ts';
-import { type FunctionConfig, toMs } from './config.ts';
-import { type Deps, type Handler, LockLostError, type Outcome, toOutcome } from './handler.ts';
-import { keyedScheduler } from './keyed-scheduler.ts';
+import { ackWaitMsOf, type FunctionConfig, toMs } from './config.ts';
+import { type Deps, type Handler, type LockKey, LockLostError, type Outcome, toOutcome } from './handler.ts';
+import { keyedScheduler, type Slot } from './keyed-scheduler.ts';
 import type { ObjectLocks } from './object-lock.ts';
 import { reportFailure } from './report.ts';
 
@@ -15,6 +16,8 @@ export type ConsumerOptions = {
   name: string;
   fn: FunctionConfig;
   handler: Handler;
+  /** What a run locks, if not the event's own object: the handler module's `lockKey`. */
+  lockKey?: LockKey;
   deps: Deps;
   locks: ObjectLocks;
   /**
@@ -34,6 +37,23 @@ const ext = (event: CloudEvent<unknown>, name: string) => {
   const v = (event as unknown as Record<string, unknown>)[name];
   return typeof v === 'string' ? v : '';
 };
+const ownKeyOf = (event: CloudEvent<unknown>) =>
+  objectKeyOf({ kind: ext(event, 'kind'), namespace: ext(event, 'namespace'), name: ext(event, 'name') });
+
+/** A run's keys: the object it is about (coalescing, reports) and what it locks. */
+type Keys = { own: string; lock: string };
+
+/** The lock key `lockKey` gives, or why it gave none. */
+const lockKeyFor = (lockKey: LockKey | undefined, event: CloudEvent<unknown>, own: string) => {
+  if (!lockKey) return { key: own };
+  try {
+    const key = lockKey(event);
+    if (typeof key === 'string' && key !== '') return { key };
+    return { key: own, invalid: `lockKey gave ${JSON.stringify(key)} for event ${event.id}` };
+  } catch (error) {
+    return { key: own, invalid: `lockKey failed for event ${event.id}: ${(error as Error)?.message}` };
+  }
+};
 
 /** Resource events coalesce (handlers re-read the object); ticks and outcomes queue per type. */
 const coalesceClass = (type: string) => (type.startsWith('dev.tideway.resource.') ? 'resource' : type);
@@ -42,15 +62,18 @@ export const consumerName = (fn: string, namespace?: string) =>
   namespace ? `fn-${fn}-ns-${namespace}` : `fn-${fn}`;
 
 /**
- * Runs one function over its durable consumer. Per object: one handler at a time in this process
- * (keyed scheduler) and across replicas (object lock). Outcomes: done → ack, retry → nak(delay),
- * terminal or retries exhausted → condition + Event + term. Invalid messages are termed.
+ * Runs one function over its durable consumer. Per object (or per `lockKey`): one handler at a
+ * time in this process (keyed scheduler) and across replicas (object lock); waiting for a lock
+ * another replica holds takes no concurrency slot. Outcomes: done → ack, retry → nak(delay),
+ * terminal or retries exhausted → condition + Event + term. A delivery already past the attempt
+ * limit when it starts (earlier ones hung or crashed) is exhausted without running. Each run's
+ * Kubernetes calls time out and stop with the run. Invalid messages are termed.
  */
 export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer> => {
   const { bus, name, fn, deps } = o;
   const log = deps.log.child({ function: name });
   const timeoutMs = fn.timeout * 1000;
-  const ackWaitMs = Math.max(30_000, Math.min(timeoutMs, 120_000));
+  const ackWaitMs = ackWaitMsOf(fn);
   const filters = [
     ...new Set(fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind, o.namespace))),
   ];
@@ -75,35 +98,26 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
   const m = deps.metrics;
   const labels = { function: name };
 
-  const settle = async (msg: JsMsg, outcome: Outcome, event: CloudEvent<unknown>, attempt: number) => {
-    const elog = log.child({
+  // Failure reports are best effort, and bounded like every other call.
+  const reportKube = boundedKubeConfig(deps.kube);
+  const eventLog = (event: CloudEvent<unknown>) =>
+    log.child({
       event: event.id,
       object: `${ext(event, 'namespace')}/${ext(event, 'name')}`,
       kind: ext(event, 'kind'),
     });
-    if (outcome.kind === 'done') {
-      await msg.ackAck().catch((error) => elog.warn('ack failed; the event will be redelivered', { error }));
-      m.inc('tideway_events_handled_total', { ...labels, outcome: 'done' });
-      return;
-    }
-    const exhausted = outcome.kind === 'retry' && attempt >= fn.maximumRetryAttempts;
-    if (outcome.kind === 'retry' && !exhausted) {
-      const delay =
-        outcome.afterMs >= 0
-          ? outcome.afterMs
-          : backoffMs(attempt, toMs(fn.tideway.initialDelay), toMs(fn.tideway.maxDelay));
-      elog.info('retrying later', { attempt, delayMs: delay, reason: outcome.reason });
-      msg.nak(delay);
-      m.inc('tideway_events_handled_total', { ...labels, outcome: 'retry' });
-      return;
-    }
-    const [reason, message] =
-      outcome.kind === 'terminal'
-        ? [outcome.reason, outcome.message]
-        : ['RetriesExhausted', `gave up after ${attempt} attempts: ${outcome.reason}`];
-    elog.error('failed for good', { attempt, reason, message });
+
+  /** Fails a delivery for good: a condition and a Warning Event on the event's object, then term. */
+  const fail = async (
+    msg: JsMsg,
+    event: CloudEvent<unknown>,
+    failure: { reason: string; message: string; outcome: 'terminal' | 'exhausted' },
+  ) => {
+    const elog = eventLog(event);
+    const { reason, message } = failure;
+    elog.error('failed for good', { attempt: msg.info.deliveryCount, reason, message });
     await reportFailure(
-      deps.kube,
+      reportKube,
       name,
       {
         kind: ext(event, 'kind'),
@@ -116,22 +130,62 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
       elog,
     );
     msg.term(`${reason}: ${message}`.slice(0, 200));
-    m.inc('tideway_events_handled_total', { ...labels, outcome: exhausted ? 'exhausted' : 'terminal' });
+    m.inc('tideway_events_handled_total', { ...labels, outcome: failure.outcome });
   };
 
-  const handle = async (msg: JsMsg, event: CloudEvent<unknown>, key: string) => {
+  const settle = async (msg: JsMsg, outcome: Outcome, event: CloudEvent<unknown>, attempt: number) => {
+    if (outcome.kind === 'done') {
+      await msg
+        .ackAck()
+        .catch((error) => eventLog(event).warn('ack failed; the event will be redelivered', { error }));
+      m.inc('tideway_events_handled_total', { ...labels, outcome: 'done' });
+      return;
+    }
+    if (outcome.kind === 'terminal')
+      return fail(msg, event, { reason: outcome.reason, message: outcome.message, outcome: 'terminal' });
+    if (attempt >= fn.maximumRetryAttempts)
+      return fail(msg, event, {
+        reason: 'RetriesExhausted',
+        message: `gave up after ${attempt} attempts: ${outcome.reason}`,
+        outcome: 'exhausted',
+      });
+    const delay =
+      outcome.afterMs >= 0
+        ? outcome.afterMs
+        : backoffMs(attempt, toMs(fn.tideway.initialDelay), toMs(fn.tideway.maxDelay));
+    eventLog(event).info('retrying later', { attempt, delayMs: delay, reason: outcome.reason });
+    msg.nak(delay);
+    m.inc('tideway_events_handled_total', { ...labels, outcome: 'retry' });
+  };
+
+  const handle = async (msg: JsMsg, event: CloudEvent<unknown>, keys: Keys, slot: Slot) => {
     const attempt = msg.info.deliveryCount;
-    const lease = await o.locks.acquire(key, { signal: shutdown.signal, onWait: () => msg.working() });
+    // An attempt counts when it starts. A delivery past the limit means earlier ones never
+    // settled: the handler hung (and its process was ended) or crashed the process. Running it
+    // again would do that again, to every other handler of the process as well.
+    if (attempt > fn.maximumRetryAttempts) {
+      return fail(msg, event, {
+        reason: 'RetriesExhausted',
+        message: `the handler did not finish in ${attempt - 1} attempts (it hung, or crashed its process); not trying again`,
+        outcome: 'exhausted',
+      });
+    }
+    const key = keys.lock;
+    // A lock another replica holds is waited for outside the concurrency slot: the wait may last
+    // as long as that replica's handler, and other objects' events must not queue behind it.
+    const lease =
+      (await o.locks.tryAcquire(key)) ??
+      (await slot.outside(() => o.locks.acquire(key, { signal: shutdown.signal })));
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = AbortSignal.any([timeout, lease.lost, shutdown.signal]);
-    // Keep the message ours while the handler runs longer than ack_wait/3.
-    const heartbeat = setInterval(() => msg.working(), ackWaitMs / 3);
     const started = performance.now();
     let stuck: NodeJS.Timeout | undefined;
     try {
       const run = o.handler(event, {
         ...deps,
-        log: log.child({ event: event.id, object: key }),
+        // Every Kubernetes call of the run times out, and stops when the run is cancelled.
+        kube: boundedKubeConfig(deps.kube, { signal }),
+        log: log.child({ event: event.id, object: keys.own, ...(key !== keys.own ? { lock: key } : {}) }),
         function: name,
         attempt,
         maxAttempts: fn.maximumRetryAttempts,
@@ -147,7 +201,9 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
       // would let another replica work on the same object at the same time.
       const watchdog = () => {
         stuck = setTimeout(() => {
-          log.error('handler ignored cancellation; exiting so the work is redone elsewhere', { object: key });
+          log.error('handler ignored cancellation; exiting so the work is redone elsewhere', {
+            object: keys.own,
+          });
           (o.onStuck ?? (() => process.exit(70)))();
         }, o.stuckGraceMs ?? 10_000);
       };
@@ -168,7 +224,6 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
       await settle(msg, outcome, event, attempt);
     } finally {
       clearTimeout(stuck);
-      clearInterval(heartbeat);
       await lease.release();
     }
   };
@@ -186,25 +241,33 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         msg.term('invalid CloudEvent');
         continue;
       }
-      const key = objectKeyOf({
-        kind: ext(event, 'kind'),
-        namespace: ext(event, 'namespace'),
-        name: ext(event, 'name'),
-      });
-      const waiting = setInterval(() => msg.working(), ackWaitMs / 3);
+      const own = ownKeyOf(event);
+      const { key, invalid } = lockKeyFor(o.lockKey, event, own);
+      // Keeps the message ours from now until it is settled: waiting in line, for a lock, running.
+      const heartbeat = setInterval(() => msg.working(), ackWaitMs / 3);
       scheduler.submit({
         key,
-        coalesce: coalesceClass(event.type),
-        run: async () => {
-          clearInterval(waiting);
-          if (shutdown.signal.aborted) return msg.nak(0);
-          await handle(msg, event, key).catch((error: unknown) => {
-            log.warn('handler run failed before an outcome; redelivering', { object: key, error });
-            msg.nak(1000);
-          });
+        // Per object: under a shared lock key one object's event never stands in for another's.
+        coalesce: `${coalesceClass(event.type)} ${own}`,
+        run: async (slot) => {
+          try {
+            if (shutdown.signal.aborted) return msg.nak(0);
+            if (invalid)
+              return await fail(msg, event, {
+                reason: 'InvalidLockKey',
+                message: invalid,
+                outcome: 'terminal',
+              });
+            await handle(msg, event, { own, lock: key }, slot);
+          } catch (error) {
+            log.warn('handler run failed before an outcome; redelivering', { object: own, error });
+            msg.nak(shutdown.signal.aborted ? 0 : 1000);
+          } finally {
+            clearInterval(heartbeat);
+          }
         },
         superseded: () => {
-          clearInterval(waiting);
+          clearInterval(heartbeat);
           msg.ack(); // a newer event for the same object is queued and covers this one
           m.inc('tideway_events_handled_total', { ...labels, outcome: 'coalesced' });
         },

@@ -86,6 +86,17 @@ export class LockLostError extends Error {
 /** Resolving to undefined means done. */
 export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<Outcome | undefined>;
 
+/**
+ * What a run on `event` locks, if not the event's own object: a handler module may export it as
+ * `lockKey` next to its handler. The runtime then runs at most one handler per key at a time, in
+ * each process (keyed scheduler) and across replicas (object lock), and fence()/lockToken() are
+ * that lock's. E.g. a Backup's handler locks its RedisCluster, to serialize with reconcile and
+ * health: `objectKeyOf({ kind: 'RedisCluster', namespace, name: cluster })` (events/subjects.ts).
+ * Pure and fast: it runs for every delivery, before the handler. Throwing fails the delivery
+ * for good (reason InvalidLockKey), as an event it cannot place would never get better.
+ */
+export type LockKey = (event: CloudEvent<unknown>) => string;
+
 /** A long-running function (the watcher): started once per replica, stopped on SIGTERM. */
 /**
  * A long-running function. It gets no KubeConfig: loading @kubernetes/client-node costs ~90 MiB

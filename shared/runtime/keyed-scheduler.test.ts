@@ -84,6 +84,65 @@ describe('keyedScheduler', () => {
     await s.idle();
     expect(max).toBe(3);
   });
+  it('lets a job wait outside its slot: other keys run meanwhile, its own key stays closed', async () => {
+    const s = keyedScheduler(1);
+    const log: string[] = [];
+    const lock = deferred();
+    s.submit({
+      key: 'a',
+      coalesce: 'r',
+      run: async (slot) => {
+        log.push('start a');
+        await slot.outside(() => lock.promise); // another replica holds a's lock
+        log.push('a has its lock');
+        await new Promise((r) => setTimeout(r, 5));
+        log.push('end a');
+      },
+      superseded: () => undefined,
+    });
+    s.submit(job('a', log, undefined, 'tick'));
+    s.submit(job('b', log));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(log).toEqual(['start a', 'start b', 'end b']);
+    lock.resolve();
+    await s.idle();
+    expect(log).toEqual(['start a', 'start b', 'end b', 'a has its lock', 'end a', 'start a', 'end a']);
+  });
+
+  it('gives a job back from outside its slot the next free slot, never exceeding the limit', async () => {
+    const s = keyedScheduler(2);
+    let now = 0;
+    let max = 0;
+    const order: string[] = [];
+    const work = async (name: string) => {
+      now++;
+      max = Math.max(max, now);
+      order.push(name);
+      await new Promise((r) => setTimeout(r, 5));
+      now--;
+    };
+    const lock = deferred();
+    s.submit({
+      key: 'waiter',
+      coalesce: 'r',
+      run: async (slot) => {
+        await slot.outside(() => lock.promise);
+        await work('waiter');
+      },
+      superseded: () => undefined,
+    });
+    for (let i = 0; i < 3; i++)
+      s.submit({ key: `k${i}`, coalesce: 'r', run: () => work(`k${i}`), superseded: () => undefined });
+    await new Promise((r) => setTimeout(r, 1));
+    lock.resolve();
+    for (let i = 3; i < 8; i++)
+      s.submit({ key: `k${i}`, coalesce: 'r', run: () => work(`k${i}`), superseded: () => undefined });
+    await s.idle();
+    expect(max).toBe(2);
+    // Back from its wait, it runs before the jobs that had not started yet.
+    expect(order.slice(0, 4)).toEqual(['k0', 'k1', 'waiter', 'k2']);
+    expect(s.size()).toBe(0);
+  });
 });
 
 describe('backoffMs', () => {

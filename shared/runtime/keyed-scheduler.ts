@@ -9,13 +9,24 @@ export type Job = {
   readonly key: string;
   /** Jobs with the same key and class coalesce; different classes (e.g. ticks) queue in order. */
   readonly coalesce: string;
-  run(): Promise<void>;
+  run(slot: Slot): Promise<void>;
   superseded(): void;
+};
+
+/** A running job's hold on one of the concurrency slots. */
+export type Slot = {
+  /**
+   * Runs `wait` without holding the slot, then takes a slot again (ahead of jobs that have not
+   * started) before returning. The key stays the job's all along: no other job of it starts.
+   * For waits on someone else, such as an object lock another replica holds, that must not keep
+   * other objects' jobs from running. Await it: a job ends only after its `outside` calls did.
+   */
+  outside<T>(wait: () => Promise<T>): Promise<T>;
 };
 
 export type KeyedScheduler = {
   submit(job: Job): void;
-  /** Jobs running or waiting. */
+  /** Jobs running (in a slot or not) or waiting. */
   readonly size: () => number;
   /** Resolves when nothing runs or waits. */
   idle(): Promise<void>;
@@ -25,10 +36,12 @@ export const keyedScheduler = (concurrency: number): KeyedScheduler => {
   const waiting = new Map<string, Job[]>(); // per key, FIFO; head runs next
   const busy = new Set<string>();
   const ready: string[] = []; // keys with waiting work and no running job, FIFO for fairness
-  let running = 0;
+  const resuming: (() => void)[] = []; // started jobs back from a wait outside their slot, FIFO
+  let slots = 0; // slots taken
+  let started = 0; // jobs started and not ended, in a slot or outside it
   let idleWaiters: (() => void)[] = [];
 
-  const size = () => running + [...waiting.values()].reduce((n, q) => n + q.length, 0);
+  const size = () => started + [...waiting.values()].reduce((n, q) => n + q.length, 0);
   const checkIdle = () => {
     if (size() === 0) {
       for (const w of idleWaiters) w();
@@ -36,25 +49,59 @@ export const keyedScheduler = (concurrency: number): KeyedScheduler => {
     }
   };
 
+  const start = (key: string, job: Job) => {
+    busy.add(key);
+    started++;
+    slots++;
+    let inSlot = true;
+    let ended = false;
+    const slot: Slot = {
+      outside: async (wait) => {
+        if (!inSlot) return wait();
+        inSlot = false;
+        slots--;
+        pump();
+        try {
+          return await wait();
+        } finally {
+          await new Promise<void>((resolve) => {
+            resuming.push(() => {
+              // A job that did not await its wait has ended: the slot is not its to keep.
+              if (ended) slots--;
+              else inSlot = true;
+              resolve();
+            });
+            pump();
+          });
+        }
+      },
+    };
+    job
+      .run(slot)
+      .catch(() => undefined)
+      .finally(() => {
+        ended = true;
+        if (inSlot) slots--;
+        started--;
+        busy.delete(key);
+        if (waiting.has(key)) ready.push(key);
+        pump();
+        checkIdle();
+      });
+  };
+
   const pump = () => {
-    while (running < concurrency && ready.length > 0) {
+    while (slots < concurrency && resuming.length > 0) {
+      slots++;
+      resuming.shift()?.();
+    }
+    while (slots < concurrency && ready.length > 0) {
       const key = ready.shift() as string;
       const queue = waiting.get(key);
       const job = queue?.shift();
       if (!job) continue;
       if (queue?.length === 0) waiting.delete(key);
-      busy.add(key);
-      running++;
-      job
-        .run()
-        .catch(() => undefined)
-        .finally(() => {
-          running--;
-          busy.delete(key);
-          if (waiting.has(key)) ready.push(key);
-          pump();
-          checkIdle();
-        });
+      start(key, job);
     }
   };
 

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from './config.ts';
+import type { LockKey } from './handler.ts';
 
-/** `functions/reconcile/index.handler` → the export `handler` of functions/reconcile/index.ts. */
-export const loadExport = async (serverlessFile: string, handler: string): Promise<unknown> => {
+/** `functions/reconcile/index.handler` → functions/reconcile/index.ts (imported) and `handler`. */
+const importModule = async (serverlessFile: string, handler: string) => {
   const dot = handler.lastIndexOf('.');
   const base = resolve(dirname(serverlessFile), handler.slice(0, dot));
   const exportName = handler.slice(dot + 1);
@@ -12,8 +13,25 @@ export const loadExport = async (serverlessFile: string, handler: string): Promi
   if (!file)
     throw new ConfigError(`handler ${handler}: no module ${base}.ts (or .js) next to ${serverlessFile}`);
   const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  return { mod, file, exportName };
+};
+
+/** `functions/reconcile/index.handler` → the export `handler` of functions/reconcile/index.ts. */
+export const loadExport = async (serverlessFile: string, handler: string): Promise<unknown> => {
+  const { mod, file, exportName } = await importModule(serverlessFile, handler);
   if (typeof mod[exportName] !== 'function') {
     throw new ConfigError(`handler ${handler}: ${file} has no exported function ${exportName}`);
   }
   return mod[exportName];
+};
+
+/** The `lockKey` exported next to a handler (see LockKey in handler.ts), if its module has one. */
+export const loadLockKey = async (serverlessFile: string, handler: string): Promise<LockKey | undefined> => {
+  const { mod, file } = await importModule(serverlessFile, handler);
+  if (mod.lockKey === undefined) return undefined;
+  if (typeof mod.lockKey !== 'function')
+    throw new ConfigError(
+      `handler ${handler}: ${file} exports lockKey, but not as a function (event) => string`,
+    );
+  return mod.lockKey as LockKey;
 };

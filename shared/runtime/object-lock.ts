@@ -24,6 +24,11 @@ export type LockLease = {
 export type ObjectLocks = {
   /** Waits until the lock is free; `onWait` runs every few seconds while waiting (heartbeat). */
   acquire(key: string, o: { signal?: AbortSignal; onWait?: () => void }): Promise<LockLease>;
+  /**
+   * One attempt, one round trip: the lease if the lock was free, undefined if someone else holds
+   * it (or the bus did not answer). Lets a caller wait with `acquire` somewhere it costs less.
+   */
+  tryAcquire(key: string): Promise<LockLease | undefined>;
 };
 
 export class LockAbortedError extends Error {
@@ -85,19 +90,69 @@ export const objectLocks = async (
   const put = async (subject: string, lastSubjectSequence: number) =>
     (await bus.js.publish(subject, o.owner, { expect: { lastSubjectSequence }, timeout: ttl / 3 })).seq;
 
+  /** The lease on `subject` from a write at sequence `first`, sent at `sent`: renewed until released or lost. */
+  const leaseOf = (key: string, subject: string, first: number, sent: number): LockLease => {
+    const lost = new AbortController();
+    let revision = first;
+    let validUntil = sent + ttl;
+    let renewing: Promise<void> | undefined;
+    let lastRenewal = sent;
+    const lose = () => {
+      clearInterval(timer);
+      lost.abort(new LockAbortedError(`lost the lock of ${key}`));
+    };
+    const timer = setInterval(() => {
+      // Checked before anything else: after a stall this is the first thing that runs.
+      if (Date.now() >= validUntil - ttl / 6) return lose();
+      if (renewing || Date.now() - lastRenewal < ttl / 3) return;
+      const at = Date.now();
+      lastRenewal = at;
+      renewing = put(subject, revision).then(
+        (r) => {
+          revision = r;
+          validUntil = at + ttl;
+          renewing = undefined;
+        },
+        // Someone else may hold it now: stop work on this object at once.
+        lose,
+      );
+    }, ttl / 12);
+    return {
+      token: () => revision,
+      lost: lost.signal,
+      held: () => {
+        if (!lost.signal.aborted && Date.now() >= validUntil - ttl / 6) lose();
+        return !lost.signal.aborted;
+      },
+      release: async () => {
+        clearInterval(timer);
+        await renewing;
+        // Deleting by sequence removes exactly our message: if it was already replaced (we lost
+        // the lock) or aged out, there is nothing to delete and nobody else's lock is touched.
+        if (!lost.signal.aborted)
+          await bus.jsm.streams.deleteMessage(stream, revision, false).catch(() => undefined);
+      },
+    };
+  };
+
   return {
+    tryAcquire: async (key) => {
+      const subject = subjectOf(key);
+      const sent = Date.now();
+      return put(subject, 0).then(
+        (revision) => leaseOf(key, subject, revision, sent),
+        () => undefined,
+      );
+    },
     acquire: async (key, { signal, onWait }) => {
       const subject = subjectOf(key);
       let lastBeat = Date.now();
       let lastEnsure = 0;
-      let revision = 0;
-      let sent = 0;
       for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
         if (signal?.aborted) throw new LockAbortedError(`gave up waiting for the lock of ${key}`);
-        sent = Date.now();
+        const sent = Date.now();
         try {
-          revision = await put(subject, 0);
-          break;
+          return leaseOf(key, subject, await put(subject, 0), sent);
         } catch (error) {
           // Held by someone else: wait. Anything else (the bus away, the stream gone with a wiped
           // server): make sure the stream exists, now and then, and try again.
@@ -112,46 +167,6 @@ export const objectLocks = async (
           await sleep(delay);
         }
       }
-      const lost = new AbortController();
-      let validUntil = sent + ttl;
-      let renewing: Promise<void> | undefined;
-      let lastRenewal = sent;
-      const lose = () => {
-        clearInterval(timer);
-        lost.abort(new LockAbortedError(`lost the lock of ${key}`));
-      };
-      const timer = setInterval(() => {
-        // Checked before anything else: after a stall this is the first thing that runs.
-        if (Date.now() >= validUntil - ttl / 6) return lose();
-        if (renewing || Date.now() - lastRenewal < ttl / 3) return;
-        const at = Date.now();
-        lastRenewal = at;
-        renewing = put(subject, revision).then(
-          (r) => {
-            revision = r;
-            validUntil = at + ttl;
-            renewing = undefined;
-          },
-          // Someone else may hold it now: stop work on this object at once.
-          lose,
-        );
-      }, ttl / 12);
-      return {
-        token: () => revision,
-        lost: lost.signal,
-        held: () => {
-          if (!lost.signal.aborted && Date.now() >= validUntil - ttl / 6) lose();
-          return !lost.signal.aborted;
-        },
-        release: async () => {
-          clearInterval(timer);
-          await renewing;
-          // Deleting by sequence removes exactly our message: if it was already replaced (we lost
-          // the lock) or aged out, there is nothing to delete and nobody else's lock is touched.
-          if (!lost.signal.aborted)
-            await bus.jsm.streams.deleteMessage(stream, revision, false).catch(() => undefined);
-        },
-      };
     },
   };
 };

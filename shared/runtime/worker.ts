@@ -8,7 +8,7 @@ import { ensureStream } from '../bus/stream.ts';
 import { zNamespaceName } from '../kube/names.ts';
 import { loadServerless } from './config.ts';
 import type { Deps, Handler, Service } from './handler.ts';
-import { loadExport } from './load-handler.ts';
+import { loadExport, loadLockKey } from './load-handler.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { objectLocks } from './object-lock.ts';
@@ -93,11 +93,13 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     kube.loadFromDefault();
     const deps: Deps = { ...base, kube };
     const locks = await objectLocks(bus, { owner: `${hostname()}/${process.pid}` });
+    const lockKey = await loadLockKey(file, fn.handler);
     const consumer = await startConsumer({
       bus,
       name,
       fn,
       handler: entry as Handler,
+      ...(lockKey ? { lockKey } : {}),
       deps,
       locks,
       ...(e.TIDEWAY_WATCH_NAMESPACE ? { namespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),

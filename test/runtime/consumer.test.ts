@@ -5,6 +5,7 @@ import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { eventId } from '../../shared/events/event-id.ts';
+import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { parseServerless } from '../../shared/runtime/config.ts';
 import { type RunningConsumer, startConsumer } from '../../shared/runtime/consumer.ts';
 import type { Handler } from '../../shared/runtime/handler.ts';
@@ -108,5 +109,92 @@ functions:
     expect(stats.maxParallel).toBeGreaterThan(1);
     // 500 events, far fewer runs: bursts for a busy object coalesce.
     expect(stats.runs).toBeLessThan(objects * generations);
+  });
+});
+
+/**
+ * Waiting for a lock another replica (or process) holds takes no concurrency slot: with one slot,
+ * an object whose lock is held elsewhere does not stop the function's other objects.
+ */
+describe('function runtime waiting for an object lock', () => {
+  const { info } = bed();
+  const fnName = `lockwait${Date.now() % 100000}`;
+  // Its own namespace: a new durable consumer is delivered all of the stream's events it matches.
+  const namespace = `lockwait-${Math.random().toString(36).slice(2, 7)}`;
+  const durable = `fn-${fnName}-ns-${namespace}`;
+  const fn = parseServerless(`
+service: t
+provider: { name: tideway }
+functions:
+  ${fnName}:
+    handler: x.handler
+    reservedConcurrency: 1
+    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
+`).functions[fnName]!;
+  const handled: { name: string; at: number }[] = [];
+  let bus: Bus;
+  let consumer: RunningConsumer;
+
+  beforeAll(async () => {
+    bus = await connectBus(info.natsUrl, 'runtime-lockwait');
+    await ensureStream(bus.jsm);
+    const deps = {
+      kube: new KubeConfig(),
+      publisher: jetStreamPublisher(bus.js),
+      log: createLogger({}, { level: 'error' }),
+      metrics: createMetrics(),
+      clock: () => new Date(),
+      env: {},
+    };
+    const locks = await objectLocks(bus, { stream: `LOCKS_${fnName}`, owner: 'replica', ttlMs: 6000 });
+    const handler: Handler = async (event) => {
+      handled.push({ name: (event as unknown as Record<string, string>).name as string, at: Date.now() });
+    };
+    consumer = await startConsumer({ bus, name: fnName, fn, deps, locks, handler, namespace });
+  });
+
+  afterAll(async () => {
+    await consumer?.stop(1000);
+    await bus.jsm.consumers.delete('TIDEWAY', durable).catch(() => undefined);
+    await bus.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
+    await bus.close();
+  });
+
+  it('handles other objects at once while one waits for its lock, with a single slot', async () => {
+    const elsewhere = await objectLocks(bus, { stream: `LOCKS_${fnName}`, owner: 'elsewhere', ttlMs: 6000 });
+    const held = await elsewhere.acquire(objectKeyOf({ kind: 'Probe', namespace, name: 'a' }), {});
+    const publisher = jetStreamPublisher(bus.js);
+    const publish = (name: string) =>
+      publisher.publish(
+        new CloudEvent({
+          id: eventId(fnName, name),
+          source: '/test',
+          type: 'dev.tideway.resource.updated',
+          kind: 'Probe',
+          namespace,
+          name,
+          data: {},
+        }),
+      );
+    await publish('a');
+    await until(
+      'a delivered (and waiting for its lock)',
+      async () =>
+        (await bus.jsm.consumers.info('TIDEWAY', durable)).num_ack_pending === 1 ? true : undefined,
+      5000,
+      20,
+    );
+    const sent = Date.now();
+    await publish('b');
+    const b = await until(
+      'b handled while the lock of a is held elsewhere',
+      async () => handled.find((h) => h.name === 'b'),
+      5000,
+      20,
+    );
+    expect(b.at - sent).toBeLessThan(2000);
+    expect(handled.map((h) => h.name)).toEqual(['b']);
+    await held.release();
+    await until('a handled once its lock is free', async () => handled.find((h) => h.name === 'a'), 5000, 20);
   });
 });
