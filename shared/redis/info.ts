@@ -25,6 +25,9 @@ export type Replication =
       offset: number;
       replicas: ReplicaLink[];
       replid: string;
+      /** The history it continued (master_replid2), valid up to secondOffset - 1. */
+      replid2?: string;
+      secondOffset?: number;
     }
   | {
       role: 'replica';
@@ -74,7 +77,15 @@ export const parseReplication = (info: string): Replication => {
         lag: num(f.lag),
       });
     }
-    return { role: 'master', offset: num(r.master_repl_offset), replicas, replid: r.master_replid ?? '' };
+    return {
+      role: 'master',
+      offset: num(r.master_repl_offset),
+      replicas,
+      replid: r.master_replid ?? '',
+      ...(isHistory(r.master_replid2)
+        ? { replid2: r.master_replid2, secondOffset: num(r.second_repl_offset) }
+        : {}),
+    };
   }
   return {
     role: 'replica',

@@ -5,6 +5,7 @@ import { eventId } from '../events/event-id.ts';
 import { EventType } from '../events/types.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
+import { parseReplication } from '../redis/info.ts';
 import { failpoint } from '../runtime/failpoints.ts';
 import { TemporaryError } from '../runtime/handler.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -56,19 +57,24 @@ export const failOver = async (o: {
   // client connection reaches it. If that fails, nothing has changed yet: stop here, and never
   // let two pods be behind the master Service.
   failpoint('failover.before-unlabel');
-  o.fence();
-  try {
-    await labelPod(o.kube, namespace, d.from, null);
-  } catch (error) {
-    if (!isNotFound(error))
-      throw new TemporaryError(
-        'FencingFailed',
-        `could not take ${d.from} off the master Service; not promoting`,
-        1000,
-        {
-          cause: error,
-        },
-      );
+  // Every pod labelled master, not only the recorded one: nothing else may stay behind the
+  // master Service once another is promoted.
+  const labelled = o.instances.filter((i) => i.labelledRole === 'master').map((i) => i.pod);
+  for (const pod of new Set([d.from, ...labelled])) {
+    o.fence();
+    try {
+      await labelPod(o.kube, namespace, pod, null);
+    } catch (error) {
+      if (!isNotFound(error))
+        throw new TemporaryError(
+          'FencingFailed',
+          `could not take ${pod} off the master Service; not promoting`,
+          1000,
+          {
+            cause: error,
+          },
+        );
+    }
   }
 
   // The record next, by compare-and-set on the master the decision was made against.
@@ -91,7 +97,19 @@ export const failOver = async (o: {
 
   failpoint('failover.before-promote');
   o.fence();
-  await onInstance(ip, o.password, (r) => r.command('REPLICAOF', 'NO', 'ONE'));
+  const promoted = await onInstance(ip, o.password, async (r) => {
+    await r.command('REPLICAOF', 'NO', 'ONE');
+    return parseReplication(String(await r.command('INFO', 'replication')));
+  });
+  // The new history at once: if this master is lost too before health records it, its replicas
+  // (which continue it) are the candidates.
+  if (promoted.role === 'master')
+    await cluster.writeStatus((s) => {
+      o.fence();
+      return s.master !== d.to
+        ? undefined
+        : { ...s, replication: { id: promoted.replid, offset: promoted.offset } };
+    });
   o.fence();
   await labelPod(o.kube, namespace, d.to, 'master');
   // The other replicas follow the new master (partial resync: same replication history). One that

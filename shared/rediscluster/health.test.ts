@@ -28,13 +28,16 @@ const replica = (
     offset,
     masterHost: ip(of),
     masterPort: 6379,
-    linkUp: true,
+    linkUp: (more.linkDownSeconds ?? 0) === 0,
     syncInProgress: more.syncInProgress ?? false,
     replid: more.replid ?? 'a',
     replid2: more.replid2 ?? '',
     linkDownSeconds: more.linkDownSeconds ?? 0,
   },
 });
+/** A replica whose master went away: its link is down. */
+const cut = (i: Instance): Instance =>
+  ({ ...i, replication: { ...i.replication, linkUp: false } }) as Instance;
 const down = (ordinal: number): Instance => ({
   pod: `r-${ordinal}`,
   ordinal,
@@ -76,7 +79,11 @@ describe('assessHealth', () => {
   });
 
   it('starts the failover clock when the master stops answering, and looks again before it runs out', () => {
-    const a = assessHealth(cluster({ master: 'r-0' }), [down(0), replica(1, 100), replica(2, 90)], now);
+    const a = assessHealth(
+      cluster({ master: 'r-0' }),
+      [down(0), cut(replica(1, 100)), cut(replica(2, 90))],
+      now,
+    );
     expect(a.masterUnreachableSince).toBe(now.toISOString());
     expect(a.failover).toBeUndefined();
     expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterUnreachable' });
@@ -86,7 +93,7 @@ describe('assessHealth', () => {
   it('promotes the replica with the highest offset once failover.after has passed', () => {
     const a = assessHealth(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:04Z' } }),
-      [down(0), replica(1, 90), replica(2, 100)],
+      [down(0), cut(replica(1, 90)), cut(replica(2, 100))],
       now,
     );
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-2', reason: 'MasterUnreachable' });
@@ -96,14 +103,14 @@ describe('assessHealth', () => {
   it('waits out the rest of failover.after', () => {
     const a = assessHealth(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:06Z' } }),
-      [down(0), replica(1, 90), replica(2, 100)],
+      [down(0), cut(replica(1, 90)), cut(replica(2, 100))],
       now,
     );
     expect(a.failover).toBeUndefined();
     expect(a.recheckMs).toBe(1000);
     const later = assessHealth(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:05.700Z' } }),
-      [down(0), replica(1, 90)],
+      [down(0), cut(replica(1, 90))],
       now,
     );
     expect(later.recheckMs).toBe(700);
@@ -115,14 +122,14 @@ describe('assessHealth', () => {
         { master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } },
         { enabled: false, after: '5s' },
       ),
-      [down(0), replica(1, 90)],
+      [down(0), cut(replica(1, 90))],
       now,
     );
     expect(off.failover).toBeUndefined();
     expect(off.healthy.message).toContain('disabled');
     const alone = assessHealth(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } }),
-      [down(0), down(1), replica(2, 5, 0, { syncInProgress: true })],
+      [down(0), down(1), cut(replica(2, 5, 0, { syncInProgress: true }))],
       now,
     );
     expect(alone.failover).toBeUndefined();
@@ -135,7 +142,11 @@ describe('assessHealth', () => {
       ...replica(0, 100),
       replication: { ...replica(0, 100).replication!, linkUp: false },
     } as Instance;
-    const a = assessHealth(cluster({ master: 'r-0' }), [fenced, replica(1, 100), replica(2, 100)], now);
+    const a = assessHealth(
+      cluster({ master: 'r-0' }),
+      [fenced, cut(replica(1, 100)), cut(replica(2, 100))],
+      now,
+    );
     expect(a.masterUnreachableSince).toBeUndefined();
     expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterNotServing' });
   });
@@ -149,7 +160,7 @@ describe('promotion: only a replica that holds the data', () => {
   };
 
   it('breaks an offset tie by the lowest ordinal, so every assessor picks the same', () => {
-    const a = assessHealth(cluster(lost), [down(0), replica(2, 100), replica(1, 100)], now);
+    const a = assessHealth(cluster(lost), [down(0), cut(replica(2, 100)), cut(replica(1, 100))], now);
     expect(a.failover?.to).toBe('r-1');
   });
 
@@ -164,13 +175,17 @@ describe('promotion: only a replica that holds the data', () => {
 
   it('refuses a replica whose link went down before the master was lost, whatever its offset', () => {
     const stale = replica(1, 500, 0, { linkDownSeconds: 3600 });
-    const a = assessHealth(cluster(lost), [down(0), stale, replica(2, 90, 0, { linkDownSeconds: 9 })], now);
+    const a = assessHealth(
+      cluster(lost),
+      [down(0), stale, cut(replica(2, 90, 0, { linkDownSeconds: 9 }))],
+      now,
+    );
     expect(a.failover?.to).toBe('r-2');
   });
 
   it('refuses a replica of another replication history, accepts one that continued it (replid2)', () => {
-    const foreign = replica(1, 900, 0, { replid: 'b' });
-    const continued = replica(2, 90, 0, { replid: 'c', replid2: 'a' });
+    const foreign = replica(1, 900, 0, { replid: 'b', linkDownSeconds: 2 });
+    const continued = replica(2, 90, 0, { replid: 'c', replid2: 'a', linkDownSeconds: 2 });
     const a = assessHealth(cluster(lost), [down(0), foreign, continued], now);
     expect(a.failover?.to).toBe('r-2');
   });
@@ -180,7 +195,7 @@ describe('promotion: only a replica that holds the data', () => {
       ...replica(0, 40),
       replication: { ...replica(0, 40).replication!, linkUp: false, masterHost: '127.0.0.1' },
     } as Instance;
-    const a = assessHealth(cluster(lost), [fenced, replica(1, 100, 0, { linkDownSeconds: 8 })], now);
+    const a = assessHealth(cluster(lost), [fenced, cut(replica(1, 100, 0, { linkDownSeconds: 8 }))], now);
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
   });
 
@@ -193,6 +208,13 @@ describe('promotion: only a replica that holds the data', () => {
     const behindToo = replica(2, 30, 0, { linkDownSeconds: Number.POSITIVE_INFINITY });
     const a = assessHealth(cluster(lost), [fenced, restarted, behindToo], now);
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
+  });
+
+  it('never promotes a replica whose link to the master is still up: the master lives, cut off only from Tideway', () => {
+    const a = assessHealth(cluster(lost), [down(0), replica(1, 100), replica(2, 100)], now);
+    expect(a.failover).toBeUndefined();
+    expect(a.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
+    expect(a.healthy.message).toContain('r-1 still has its link to a master up');
   });
 
   it('records the history of a serving master', () => {

@@ -163,18 +163,32 @@ describe('topology plan', () => {
     expect(plan.blocked.join()).toMatch(/waiting for c-1/);
   });
 
-  it('never makes an instance that holds more data than the master follow it', () => {
+  it('never makes an instance with data of another history follow the master; an empty one or a former master does', () => {
+    const foreign = { ...replica('c-2', 2, 900, '127.0.0.1'), keys: 5 };
+    foreign.replication = { ...foreign.replication!, replid: 'other' } as Instance['replication'];
     const plan = planTopology(
-      [
-        master('c-0', 0, 100, 0, 'master'),
-        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
-        replica('c-2', 2, 900, '127.0.0.1'),
-      ],
+      [master('c-0', 0, 100, 0, 'master'), replica('c-1', 1, 100, '10.0.0.10', 'replica'), foreign],
       'c-0',
     );
     expect(plan.commands).toEqual([]);
     expect(plan.labels).toEqual([]);
-    expect(plan.blocked.join()).toMatch(/c-2 holds more data than master c-0/);
+    expect(plan.blocked.join()).toMatch(/c-2 holds data of another replication history than master c-0/);
+
+    const empty = { ...foreign, keys: 0 };
+    // A former master: its history is the one the master continued from after the promotion.
+    const newMaster = master('c-0', 0, 100, 0, 'master');
+    newMaster.replication = {
+      ...newMaster.replication!,
+      replid: 'new',
+      replid2: 'other',
+    } as Instance['replication'];
+    for (const [m, i] of [
+      [master('c-0', 0, 100, 0, 'master'), empty],
+      [newMaster, foreign],
+    ] as const)
+      expect(planTopology([m, i], 'c-0').commands).toEqual([
+        { pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', '10.0.0.10', '6379'] },
+      ]);
   });
 
   it('with the master down, leaves its replicas serving and unlabels what is unknown', () => {

@@ -19,7 +19,22 @@ export type TopologyPlan = {
 };
 
 const reachable = (i: Instance) => i.replication !== undefined && !i.terminating;
-const offsetOf = (i: Instance) => i.replication?.offset ?? -1;
+
+/**
+ * Whether `i` may be made to follow `m` without wiping data only it has: it holds no keys, or
+ * its data belongs to m's replication history (the same id, or the one m continued from after a
+ * promotion — a former master that rejoins; writes it took after the promotion and never passed
+ * on are the window the failover docs describe). An instance of another history — an old volume,
+ * a master promoted empty — is never made to follow.
+ */
+export const canFollow = (i: Instance, m: Instance) => {
+  if (i.keys === 0) return true;
+  const r = i.replication;
+  const mr = m.replication;
+  if (!r || !mr) return false;
+  const ids = [mr.replid, mr.replid2].filter((x): x is string => !!x);
+  return ids.includes(r.replid) || (!!r.replid2 && ids.includes(r.replid2));
+};
 
 /**
  * The first master of a cluster with no record: a running master with replicas attached (the
@@ -102,9 +117,9 @@ export const planTopology = (
       const r = i.replication;
       const follows = r?.role === 'replica' && r.masterHost === m.ip && r.masterPort === REDIS_PORT;
       if (!follows) {
-        if (offsetOf(i) > offsetOf(m)) {
+        if (!canFollow(i, m)) {
           blocked.push(
-            `${i.pod} holds more data than master ${m.pod} (offset ${offsetOf(i)} > ${offsetOf(m)}); it is not made to follow it`,
+            `${i.pod} holds data of another replication history than master ${m.pod} (${i.keys} keys); it is not made to follow it, which would wipe them`,
           );
           continue;
         }

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { connectRedis, type RedisClient } from '../redis/client.ts';
-import { parseReplication, type Replication, serverVersion } from '../redis/info.ts';
+import { parseInfo, parseReplication, type Replication, serverVersion } from '../redis/info.ts';
 import { LABEL, ordinalOf, REDIS_PORT, type Role } from './names.ts';
 
 /** One instance as the API server and the server itself describe it. */
@@ -16,6 +16,8 @@ export type Instance = {
   terminating: boolean;
   /** From INFO, when the server answered. */
   replication?: Replication;
+  /** Keys in all databases (INFO keyspace): 0 means it has no data a full sync could wipe. */
+  keys?: number;
   version?: string;
   product?: 'redis' | 'valkey';
   error?: string;
@@ -23,6 +25,12 @@ export type Instance = {
 
 const podReady = (p: V1Pod) =>
   p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+const keyCount = (info: string) =>
+  Object.values(parseInfo(info).keyspace ?? {}).reduce(
+    (n, v) => n + Number(/(?:^|,)keys=(\d+)/.exec(v)?.[1] ?? 0),
+    0,
+  );
 
 /** INFO of every pod that has an IP, in parallel, each bounded by a short timeout. */
 export const probeInstances = async (
@@ -57,8 +65,19 @@ export const probeInstances = async (
             commandTimeoutMs: timeoutMs,
           });
           const info = String(await client.command('INFO', 'all'));
+          // A server loading its data set answers INFO with a provisional replication id and
+          // offset: it does not count as answering until it has loaded.
+          const persistence = parseInfo(info).persistence ?? {};
+          if (persistence.loading === '1' || persistence.async_loading === '1')
+            return { ...base, error: 'loading its data set' };
           const v = serverVersion(info);
-          return { ...base, replication: parseReplication(info), version: v.version, product: v.product };
+          return {
+            ...base,
+            replication: parseReplication(info),
+            keys: keyCount(info),
+            version: v.version,
+            product: v.product,
+          };
         } catch (error) {
           return { ...base, error: error instanceof Error ? error.message : String(error) };
         } finally {

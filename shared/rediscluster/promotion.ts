@@ -27,6 +27,8 @@ export type Candidates = {
  * The replicas that may take over from a lost master. Promoting one that lacks the data makes
  * the master and replicas that come back follow it, and wipes them; so a candidate must
  * - answer, as a replica, with no full sync running and an address;
+ * - have its link to the master down (a link that is up means the master lives, cut off only
+ *   from Tideway: promoting would make two masters);
  * - belong to the cluster's replication history (its id, or the id it continued from), so that it
  *   holds a prefix of the master's data, not an empty or foreign data set;
  * - have lost its link to the master no earlier than the master was lost: it followed the master
@@ -58,6 +60,9 @@ export const promotionCandidates = (
       if (!r || !i.ip) return `does not answer${i.error ? ` (${i.error})` : ''}`;
       if (r.role !== 'replica') return 'is not a replica';
       if (r.syncInProgress) return 'is in the middle of a full sync';
+      // Its master still feeds it: the master is alive, only unreachable from Tideway (a
+      // partition). Promoting now would make two masters that both take writes.
+      if (r.linkUp) return 'still has its link to a master up';
       if (id && r.replid !== id && r.replid2 !== id) return 'holds data of another replication history';
       if (!id && !isHistory(r.replid)) return 'has no replication history';
       if (o.masterOffset !== undefined && r.offset > o.masterOffset) return undefined;
