@@ -9,6 +9,7 @@ import { listPods, readPassword } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
+import { recordHistory } from '../../shared/rediscluster/promotion.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 
 /** Probes answer within this, or count as unreachable: a tick must not wait on a dead host. */
@@ -91,7 +92,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       ...others,
       ...rest,
       conditions,
-      ...(history ? { replication: history } : {}),
+      ...(history ? { replication: recordHistory(s.replication, history.id, history.offset) } : {}),
       ...(Object.keys(failover).length ? { failover } : {}),
     };
   });

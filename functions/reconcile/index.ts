@@ -13,6 +13,7 @@ import { observe } from '../../shared/rediscluster/observed.ts';
 import { applyOwned } from '../../shared/rediscluster/owned.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
 import { onInstance, probeInstances } from '../../shared/rediscluster/probe.ts';
+import { recordHistory } from '../../shared/rediscluster/promotion.ts';
 import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
 import { switchover, switchoverTarget } from '../../shared/rediscluster/switchover.ts';
 import {
@@ -101,7 +102,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   const pods = await listPods(ctx.kube, rc, sts.metadata?.uid);
   const instances = await probeInstances(rc.metadata.name, pods, password);
-  const plan = planTopology(instances, recordedMaster, desired);
+  const plan = planTopology(instances, recordedMaster, desired, rc.status?.replication);
   if (plan.master !== recordedMaster) {
     // The record first (compare-and-set), then the servers: two deciders never both act.
     const written = await writeOwnStatus((s) => ({ ...s, master: plan.master }));
@@ -167,7 +168,24 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     for (const c of o.conditions) conditions = setCondition(conditions, c, generation);
     conditions = setCondition(conditions, { type: 'Reconciled', status: 'True', ...progress }, generation);
     const { conditions: _c, ...rest } = o;
-    return { ...s, ...rest, conditions, observedGeneration: generation };
+    // A reinstated master starts a new id: record it with the one it continued from, so the
+    // instances that come back with the earlier id are still known as holding this data.
+    const served = after.find((i) => i.pod === plan.master)?.replication;
+    const replication =
+      served?.role === 'master'
+        ? recordHistory(
+            served.replid2 ? recordHistory(s.replication, served.replid2, served.offset) : s.replication,
+            served.replid,
+            served.offset,
+          )
+        : s.replication;
+    return {
+      ...s,
+      ...rest,
+      conditions,
+      observedGeneration: generation,
+      ...(replication ? { replication } : {}),
+    };
   });
 
   if (step.kind === 'switchover') {

@@ -13,6 +13,7 @@ import { labelPod } from './kube.ts';
 import type { LoadedCluster } from './load.ts';
 import { REDIS_PORT } from './names.ts';
 import { type Instance, onInstance } from './probe.ts';
+import { recordHistory } from './promotion.ts';
 
 export type FailoverDecision = { from: string; to: string; reason: string };
 
@@ -108,7 +109,7 @@ export const failOver = async (o: {
       o.fence();
       return s.master !== d.to
         ? undefined
-        : { ...s, replication: { id: promoted.replid, offset: promoted.offset } };
+        : { ...s, replication: recordHistory(s.replication, promoted.replid, promoted.offset) };
     });
   o.fence();
   await labelPod(o.kube, namespace, d.to, 'master');

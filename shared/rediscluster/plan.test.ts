@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planTopology } from './plan.ts';
 import type { Instance } from './probe.ts';
+import { recordHistory } from './promotion.ts';
 
 const master = (
   pod: string,
@@ -231,6 +232,20 @@ describe('topology plan', () => {
     expect(plan.change).toEqual({ from: 'c-0', reason: 'Adopted' });
     expect(plan.commands).toEqual([
       { pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', '10.0.0.11', '6379'] },
+    ]);
+  });
+
+  it('still lets an instance of an earlier id of the same data follow after the master was reinstated twice', () => {
+    // a → b (reinstated) → c (reinstated again): the server only remembers b; the record all three.
+    const h = recordHistory(recordHistory(recordHistory(undefined, 'a', 10), 'b', 20), 'c', 30);
+    expect(h).toEqual({ id: 'c', offset: 30, previous: ['b', 'a'] });
+    const m = master('c-0', 0, 30, 0, 'master');
+    m.replication = { ...m.replication!, replid: 'c', replid2: 'b' } as Instance['replication'];
+    const old = { ...replica('c-1', 1, 10, '127.0.0.1'), keys: 3 };
+    old.replication = { ...old.replication!, replid: 'a' } as Instance['replication'];
+    expect(planTopology([m, old], 'c-0', 2).commands).toEqual([]);
+    expect(planTopology([m, old], 'c-0', 2, h).commands).toEqual([
+      { pod: 'c-1', ip: '10.0.0.11', args: ['REPLICAOF', '10.0.0.10', '6379'] },
     ]);
   });
 });

@@ -1,7 +1,7 @@
 import { masterBehind } from './health.ts';
 import { REDIS_PORT, type Role } from './names.ts';
 import type { Instance } from './probe.ts';
-import { mostAdvancedFirst } from './promotion.ts';
+import { type History, historyIds, mostAdvancedFirst } from './promotion.ts';
 
 export type Command = { pod: string; ip: string; args: string[] };
 export type LabelChange = { pod: string; role: Role | null };
@@ -27,12 +27,12 @@ const reachable = (i: Instance) => i.replication !== undefined && !i.terminating
  * on are the window the failover docs describe). An instance of another history — an old volume,
  * a master promoted empty — is never made to follow.
  */
-export const canFollow = (i: Instance, m: Instance) => {
+export const canFollow = (i: Instance, m: Instance, history?: History) => {
   if (i.keys === 0) return true;
   const r = i.replication;
   const mr = m.replication;
   if (!r || !mr) return false;
-  const ids = [mr.replid, mr.replid2].filter((x): x is string => !!x);
+  const ids = [mr.replid, mr.replid2, ...historyIds(history)].filter((x): x is string => !!x);
   return ids.includes(r.replid) || (!!r.replid2 && ids.includes(r.replid2));
 };
 
@@ -71,6 +71,8 @@ export const planTopology = (
   instances: readonly Instance[],
   statusMaster: string | undefined,
   desired = instances.length,
+  /** status.replication: the ids the cluster's data has had. */
+  history?: History,
 ): TopologyPlan => {
   const blocked: string[] = [];
   let master = statusMaster;
@@ -117,9 +119,9 @@ export const planTopology = (
       const r = i.replication;
       const follows = r?.role === 'replica' && r.masterHost === m.ip && r.masterPort === REDIS_PORT;
       if (!follows) {
-        if (!canFollow(i, m)) {
+        if (!canFollow(i, m, history)) {
           blocked.push(
-            `${i.pod} holds data of another replication history than master ${m.pod} (${i.keys} keys); it is not made to follow it, which would wipe them`,
+            `${i.pod} holds data of another replication history than master ${m.pod} (${i.keys} keys, history ${i.replication?.replid.slice(0, 8)}/${i.replication?.role === 'replica' ? i.replication.replid2.slice(0, 8) : ''} vs ${m.replication?.replid.slice(0, 8)}/${m.replication?.replid2?.slice(0, 8) ?? ''}); it is not made to follow it, which would wipe them`,
           );
           continue;
         }

@@ -13,6 +13,22 @@ export type History = NonNullable<RedisClusterStatus['replication']>;
 export const mostAdvancedFirst = (a: Instance, b: Instance) =>
   (b.replication?.offset ?? -1) - (a.replication?.offset ?? -1) || a.ordinal - b.ordinal;
 
+/**
+ * The record after seeing `id` serve at `offset`: a new id (a promotion, a reinstated master)
+ * pushes the one before it onto `previous`, so instances that hold an earlier part of the same
+ * data are still known as such after several promotions (a server remembers only one earlier id).
+ */
+export const recordHistory = (before: History | undefined, id: string, offset: number): History => {
+  const previous =
+    before?.id && before.id !== id
+      ? [before.id, ...(before.previous ?? []).filter((p) => p !== id)].slice(0, 8)
+      : (before?.previous ?? []);
+  return { id, offset, ...(previous.length ? { previous } : {}) };
+};
+
+/** Ids whose data is part of the cluster's history: the record and what came before it. */
+export const historyIds = (h: History | undefined) => [h?.id, ...(h?.previous ?? [])].filter(isHistory);
+
 /** A replica may lose its link this long after the master was first found unreachable. */
 const LINK_SLACK_SECONDS = 5;
 
@@ -51,7 +67,7 @@ export const promotionCandidates = (
 ): Candidates => {
   const safe: Instance[] = [];
   const refused: Candidates['refused'] = [];
-  const id = isHistory(o.history?.id) ? o.history?.id : undefined;
+  const ids = historyIds(o.history);
   for (const i of instances) {
     if (i.pod === o.master) continue;
     const r = i.replication;
@@ -63,8 +79,9 @@ export const promotionCandidates = (
       // Its master still feeds it: the master is alive, only unreachable from Tideway (a
       // partition). Promoting now would make two masters that both take writes.
       if (r.linkUp) return 'still has its link to a master up';
-      if (id && r.replid !== id && r.replid2 !== id) return 'holds data of another replication history';
-      if (!id && !isHistory(r.replid)) return 'has no replication history';
+      if (ids.length && !ids.includes(r.replid) && !ids.includes(r.replid2))
+        return 'holds data of another replication history';
+      if (!ids.length && !isHistory(r.replid)) return 'has no replication history';
       if (o.masterOffset !== undefined && r.offset > o.masterOffset) return undefined;
       if (r.linkDownSeconds > o.masterDownSeconds + LINK_SLACK_SECONDS)
         return Number.isFinite(r.linkDownSeconds)
