@@ -119,8 +119,11 @@ describe('redis safety', () => {
     await b.faults.releasePod(ns, 'empty-0');
     await b.faults.releasePod(ns, 'empty-1');
     const rc = await rdc.ready('empty', 60_000).catch(async (error: unknown) => {
-      process.stdout.write(`[safety] status on failure ${JSON.stringify((await rdc.get('empty')).status, null, 1)}\n`);
-      for (const w of workers) process.stdout.write(`[safety] function log tail ${w.output().slice(-3000)}\n`);
+      process.stdout.write(
+        `[safety] status on failure ${JSON.stringify((await rdc.get('empty')).status, null, 1)}\n`,
+      );
+      for (const w of workers)
+        process.stdout.write(`[safety] function log tail ${w.output().slice(-3000)}\n`);
       throw error;
     });
     expect(rc.status?.master).toBe('empty-0');
