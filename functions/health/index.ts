@@ -67,7 +67,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const o = observe(rc, instances, master, pods);
   // The history the serving master holds: only a replica of it may be promoted next time.
   const served = instances.find((i) => i.pod === master)?.replication;
-  const history = served?.role === 'master' ? { id: served.replid, offset: served.offset } : undefined;
+  const history = served?.role === 'master' ? served : undefined;
   const healthy = a.failover
     ? {
         type: 'Healthy',
@@ -92,7 +92,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       ...others,
       ...rest,
       conditions,
-      ...(history ? { replication: recordHistory(s.replication, history.id, history.offset) } : {}),
+      ...(history ? { replication: recordHistory(s.replication, history) } : {}),
       ...(Object.keys(failover).length ? { failover } : {}),
     };
   });

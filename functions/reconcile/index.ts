@@ -171,14 +171,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     // A reinstated master starts a new id: record it with the one it continued from, so the
     // instances that come back with the earlier id are still known as holding this data.
     const served = after.find((i) => i.pod === plan.master)?.replication;
-    const replication =
-      served?.role === 'master'
-        ? recordHistory(
-            served.replid2 ? recordHistory(s.replication, served.replid2, served.offset) : s.replication,
-            served.replid,
-            served.offset,
-          )
-        : s.replication;
+    const replication = served?.role === 'master' ? recordHistory(s.replication, served) : s.replication;
     return {
       ...s,
       ...rest,

@@ -1,5 +1,7 @@
+export type InfoSections = Record<string, Record<string, string>>;
+
 /** INFO output → sections of key/value strings. */
-export const parseInfo = (text: string): Record<string, Record<string, string>> => {
+export const parseInfo = (text: string): InfoSections => {
   const sections: Record<string, Record<string, string>> = {};
   let current: Record<string, string> = {};
   sections.default = current;
@@ -25,9 +27,8 @@ export type Replication =
       offset: number;
       replicas: ReplicaLink[];
       replid: string;
-      /** The history it continued (master_replid2), valid up to secondOffset - 1. */
+      /** The history it continued after a promotion (master_replid2). */
       replid2?: string;
-      secondOffset?: number;
     }
   | {
       role: 'replica';
@@ -62,8 +63,8 @@ const linkDownSeconds = (r: Record<string, string>) => {
 export const isHistory = (id: string | undefined) => !!id && id !== NO_HISTORY;
 
 /** The replication section of INFO, in the shape failover decisions need. */
-export const parseReplication = (info: string): Replication => {
-  const r = parseInfo(info).replication ?? {};
+export const parseReplication = (info: string | InfoSections): Replication => {
+  const r = (typeof info === 'string' ? parseInfo(info) : info).replication ?? {};
   if (r.role === 'master') {
     const replicas: ReplicaLink[] = [];
     for (const [k, v] of Object.entries(r)) {
@@ -82,9 +83,7 @@ export const parseReplication = (info: string): Replication => {
       offset: num(r.master_repl_offset),
       replicas,
       replid: r.master_replid ?? '',
-      ...(isHistory(r.master_replid2)
-        ? { replid2: r.master_replid2, secondOffset: num(r.second_repl_offset) }
-        : {}),
+      ...(isHistory(r.master_replid2) ? { replid2: r.master_replid2 } : {}),
     };
   }
   return {
@@ -101,8 +100,10 @@ export const parseReplication = (info: string): Replication => {
 };
 
 /** redis_version (Redis) or valkey_version (Valkey) from INFO server. */
-export const serverVersion = (info: string): { product: 'redis' | 'valkey'; version: string } => {
-  const s = parseInfo(info).server ?? {};
+export const serverVersion = (
+  info: string | InfoSections,
+): { product: 'redis' | 'valkey'; version: string } => {
+  const s = (typeof info === 'string' ? parseInfo(info) : info).server ?? {};
   if (s.valkey_version) return { product: 'valkey', version: s.valkey_version };
   return { product: 'redis', version: s.redis_version ?? 'unknown' };
 };

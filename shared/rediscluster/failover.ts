@@ -107,9 +107,7 @@ export const failOver = async (o: {
   if (promoted.role === 'master')
     await cluster.writeStatus((s) => {
       o.fence();
-      return s.master !== d.to
-        ? undefined
-        : { ...s, replication: recordHistory(s.replication, promoted.replid, promoted.offset) };
+      return s.master !== d.to ? undefined : { ...s, replication: recordHistory(s.replication, promoted) };
     });
   o.fence();
   await labelPod(o.kube, namespace, d.to, 'master');

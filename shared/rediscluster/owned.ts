@@ -55,7 +55,7 @@ class Refused extends Error {
   override readonly name = 'Refused';
 }
 
-/** 400/422 (invalid) and 403 for reasons other than RBAC (quota, admission) will not pass on a retry. */
+/** 400 and 422 (the object is invalid) will not pass on a retry: report the API server's message. */
 const applyOrRefuse = async <T extends Applyable>(
   apply: <U extends Applyable>(obj: U) => Promise<U>,
   obj: T,

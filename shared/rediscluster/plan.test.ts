@@ -233,11 +233,19 @@ describe('topology plan', () => {
     expect(plan.commands).toEqual([
       { pod: 'c-2', ip: '10.0.0.12', args: ['REPLICAOF', '10.0.0.11', '6379'] },
     ]);
+    // The old master loses its label before the new one gets it: never two behind the Service.
+    expect(plan.labels).toEqual([
+      { pod: 'c-0', role: 'replica' },
+      { pod: 'c-1', role: 'master' },
+    ]);
   });
 
   it('still lets an instance of an earlier id of the same data follow after the master was reinstated twice', () => {
     // a → b (reinstated) → c (reinstated again): the server only remembers b; the record all three.
-    const h = recordHistory(recordHistory(recordHistory(undefined, 'a', 10), 'b', 20), 'c', 30);
+    const h = recordHistory(
+      recordHistory(recordHistory(undefined, { replid: 'a', offset: 10 }), { replid: 'b', offset: 20 }),
+      { replid: 'c', offset: 30 },
+    );
     expect(h).toEqual({ id: 'c', offset: 30, previous: ['b', 'a'] });
     const m = master('c-0', 0, 30, 0, 'master');
     m.replication = { ...m.replication!, replid: 'c', replid2: 'b' } as Instance['replication'];

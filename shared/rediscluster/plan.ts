@@ -65,7 +65,7 @@ const firstMaster = (instances: readonly Instance[], desired: number) => {
  * its server silent, or back with less data than a replica) is health's to handle, with the
  * failover rules. Reconcile only makes the first choice, adopts a switchover the servers already
  * made, puts a fenced master that came back whole in its place, and makes the others follow the
- * master — never one that holds more data than the master (following would wipe it).
+ * master — never one whose data it would wipe (canFollow).
  */
 export const planTopology = (
   instances: readonly Instance[],

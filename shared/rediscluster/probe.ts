@@ -26,11 +26,24 @@ export type Instance = {
 const podReady = (p: V1Pod) =>
   p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
-const keyCount = (info: string) =>
-  Object.values(parseInfo(info).keyspace ?? {}).reduce(
-    (n, v) => n + Number(/(?:^|,)keys=(\d+)/.exec(v)?.[1] ?? 0),
+/**
+ * What one INFO says of an instance. A server loading its data set answers with a provisional
+ * replication id and offset: it does not count as answering until it has loaded.
+ */
+export const fromInfo = (
+  info: string,
+): Pick<Instance, 'replication' | 'keys' | 'version' | 'product' | 'error'> => {
+  const sections = parseInfo(info);
+  const persistence = sections.persistence ?? {};
+  if (persistence.loading === '1' || persistence.async_loading === '1')
+    return { error: 'loading its data set' };
+  const v = serverVersion(sections);
+  const keys = Object.values(sections.keyspace ?? {}).reduce(
+    (n, db) => n + Number(/(?:^|,)keys=(\d+)/.exec(db)?.[1] ?? 0),
     0,
   );
+  return { replication: parseReplication(sections), keys, version: v.version, product: v.product };
+};
 
 /** INFO of every pod that has an IP, in parallel, each bounded by a short timeout. */
 export const probeInstances = async (
@@ -64,20 +77,7 @@ export const probeInstances = async (
             connectTimeoutMs: timeoutMs,
             commandTimeoutMs: timeoutMs,
           });
-          const info = String(await client.command('INFO', 'all'));
-          // A server loading its data set answers INFO with a provisional replication id and
-          // offset: it does not count as answering until it has loaded.
-          const persistence = parseInfo(info).persistence ?? {};
-          if (persistence.loading === '1' || persistence.async_loading === '1')
-            return { ...base, error: 'loading its data set' };
-          const v = serverVersion(info);
-          return {
-            ...base,
-            replication: parseReplication(info),
-            keys: keyCount(info),
-            version: v.version,
-            product: v.product,
-          };
+          return { ...base, ...fromInfo(String(await client.command('INFO', 'all'))) };
         } catch (error) {
           return { ...base, error: error instanceof Error ? error.message : String(error) };
         } finally {

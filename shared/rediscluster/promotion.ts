@@ -14,16 +14,20 @@ export const mostAdvancedFirst = (a: Instance, b: Instance) =>
   (b.replication?.offset ?? -1) - (a.replication?.offset ?? -1) || a.ordinal - b.ordinal;
 
 /**
- * The record after seeing `id` serve at `offset`: a new id (a promotion, a reinstated master)
- * pushes the one before it onto `previous`, so instances that hold an earlier part of the same
- * data are still known as such after several promotions (a server remembers only one earlier id).
+ * The record after seeing a master serve: a new id (a promotion, a reinstated master) pushes the
+ * ones before it — the recorded id, and the id the master says it continued from — onto
+ * `previous`, so instances that hold an earlier part of the same data are still known as such
+ * after several promotions (a server remembers only one earlier id).
  */
-export const recordHistory = (before: History | undefined, id: string, offset: number): History => {
-  const previous =
-    before?.id && before.id !== id
-      ? [before.id, ...(before.previous ?? []).filter((p) => p !== id)].slice(0, 8)
-      : (before?.previous ?? []);
-  return { id, offset, ...(previous.length ? { previous } : {}) };
+export const recordHistory = (
+  before: History | undefined,
+  master: { replid: string; replid2?: string; offset: number },
+): History => {
+  const earlier = before?.id === master.replid ? [] : [master.replid2, before?.id];
+  const previous = [...new Set([...earlier, ...(before?.previous ?? [])])]
+    .filter((p): p is string => isHistory(p) && p !== master.replid)
+    .slice(0, 8);
+  return { id: master.replid, offset: master.offset, ...(previous.length ? { previous } : {}) };
 };
 
 /** Ids whose data is part of the cluster's history: the record and what came before it. */
