@@ -5,6 +5,7 @@ import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { eventRecorder } from '../../shared/kube/events.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
 import { specProblems } from '../../shared/rediscluster/admission.ts';
+import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
@@ -93,12 +94,18 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     throw error;
   }
   const desired = rc.spec.replicas ?? 3;
-  // Scaling down never takes the master away: the StatefulSet keeps it until it has handed over.
   const masterOrdinal = recordedMaster ? ordinalOf(rc.metadata.name, recordedMaster) : -1;
-  const stsReplicas = Math.max(desired, masterOrdinal + 1);
-  const applied = await applyOwned({ kube: ctx.kube, rc, password, stsReplicas, fence: ctx.fence });
+  const masterLost = Boolean(rc.status?.failover?.masterUnreachableSince);
+  const applied = await applyOwned({
+    kube: ctx.kube,
+    rc,
+    password,
+    stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
+    fence: ctx.fence,
+  });
   if (!('sts' in applied)) return refuse(applied);
   const { sts } = applied;
+  const stsReplicas = sts.spec?.replicas ?? desired;
 
   const pods = await listPods(ctx.kube, rc, sts.metadata?.uid);
   const instances = await probeInstances(rc.metadata.name, pods, password);

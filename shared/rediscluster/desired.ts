@@ -70,6 +70,20 @@ export const authConfSecretFor = (rc: RedisCluster, password: string): V1Secret 
  * then a switchover); Parallel, so a replica does not wait for the master's readiness; PVCs kept
  * on scale-down and on delete (data is never removed by accident).
  */
+/**
+ * How many pods the StatefulSet keeps. Scaling down never takes the master away (it stays until
+ * it has handed over), and removes no instance while the master is lost: the one to promote, the
+ * only one that holds the data, may be among those that would go.
+ */
+export const statefulSetReplicas = (o: {
+  desired: number;
+  /** Ordinal of status.master, -1 when there is none. */
+  masterOrdinal: number;
+  masterLost: boolean;
+  /** The StatefulSet's replicas now, when it exists. */
+  current: number | undefined;
+}) => Math.max(o.desired, o.masterOrdinal + 1, o.masterLost ? (o.current ?? 0) : 0);
+
 export const statefulSetFor = (
   rc: RedisCluster,
   configHash: string,

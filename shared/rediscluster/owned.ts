@@ -23,7 +23,8 @@ export const applyOwned = async (o: {
   kube: KubeConfig;
   rc: RedisCluster;
   password: string;
-  stsReplicas: number;
+  /** How many pods, given the StatefulSet's replicas now (undefined before it exists). */
+  stsReplicas: (current: number | undefined) => number;
   fence: () => void;
 }): Promise<{ sts: V1StatefulSet } | Refusal> => {
   const { rc } = o;
@@ -34,9 +35,15 @@ export const applyOwned = async (o: {
     const authConf = authConfSecretFor(rc, o.password);
     const hash = hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`);
     const objects: Applyable[] = [configMap, authConf, ...servicesFor(rc), pdbFor(rc)];
-    const sts = statefulSetFor(rc, hash, o.stsReplicas);
     // Every name is checked before anything is written: a conflict changes nothing at all.
-    for (const obj of [...objects, sts]) await assertOwnedOrAbsent(o.kube, obj, uid);
+    for (const obj of objects) await assertOwnedOrAbsent(o.kube, obj, uid);
+    const name = {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: rc.metadata.name, namespace: rc.metadata.namespace },
+    };
+    const current = (await assertOwnedOrAbsent(o.kube, name as V1StatefulSet, uid))?.spec?.replicas;
+    const sts = statefulSetFor(rc, hash, o.stsReplicas(current));
     for (const obj of objects) {
       o.fence();
       await applyOrRefuse(apply, obj);
