@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto';
 import {
   DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
 } from '@nats-io/jetstream';
+import { LockLostError } from './handler.ts';
 
 /** Held while a handler works on an object; `lost` aborts when another holder could have it. */
 export type LockLease = {
@@ -22,8 +25,8 @@ export type LockLease = {
 };
 
 export type ObjectLocks = {
-  /** Waits until the lock is free; `onWait` runs every few seconds while waiting (heartbeat). */
-  acquire(key: string, o: { signal?: AbortSignal; onWait?: () => void }): Promise<LockLease>;
+  /** Waits until the lock is free (or `signal` aborts). */
+  acquire(key: string, o: { signal?: AbortSignal }): Promise<LockLease>;
   /**
    * One attempt, one round trip: the lease if the lock was free, undefined if someone else holds
    * it (or the bus did not answer). Lets a caller wait with `acquire` somewhere it costs less.
@@ -38,9 +41,6 @@ export class LockAbortedError extends Error {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const NS_PER_MS = 1_000_000;
-
-/** JetStream's "wrong last sequence": the subject holds someone else's lock. */
-const HELD = 10071;
 
 /**
  * Object locks across all replicas of a function, one subject per object in a stream of their
@@ -99,11 +99,13 @@ export const objectLocks = async (
     let lastRenewal = sent;
     const lose = () => {
       clearInterval(timer);
-      lost.abort(new LockAbortedError(`lost the lock of ${key}`));
+      lost.abort(new LockLostError(`lost the lock of ${key}`));
     };
+    // Judged by the clock: a process that stalled may run other callbacks before this timer's,
+    // which is why held() (what fence() calls before every mutation) checks it too.
+    const expired = () => Date.now() >= validUntil - ttl / 6;
     const timer = setInterval(() => {
-      // Checked before anything else: after a stall this is the first thing that runs.
-      if (Date.now() >= validUntil - ttl / 6) return lose();
+      if (expired()) return lose();
       if (renewing || Date.now() - lastRenewal < ttl / 3) return;
       const at = Date.now();
       lastRenewal = at;
@@ -121,7 +123,7 @@ export const objectLocks = async (
       token: () => revision,
       lost: lost.signal,
       held: () => {
-        if (!lost.signal.aborted && Date.now() >= validUntil - ttl / 6) lose();
+        if (!lost.signal.aborted && expired()) lose();
         return !lost.signal.aborted;
       },
       release: async () => {
@@ -144,9 +146,8 @@ export const objectLocks = async (
         () => undefined,
       );
     },
-    acquire: async (key, { signal, onWait }) => {
+    acquire: async (key, { signal }) => {
       const subject = subjectOf(key);
-      let lastBeat = Date.now();
       let lastEnsure = 0;
       for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
         if (signal?.aborted) throw new LockAbortedError(`gave up waiting for the lock of ${key}`);
@@ -156,13 +157,11 @@ export const objectLocks = async (
         } catch (error) {
           // Held by someone else: wait. Anything else (the bus away, the stream gone with a wiped
           // server): make sure the stream exists, now and then, and try again.
-          if ((error as { code?: unknown }).code !== HELD && Date.now() - lastEnsure > 1000) {
+          const held =
+            error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence;
+          if (!held && Date.now() - lastEnsure > 1000) {
             lastEnsure = Date.now();
             await ensure().catch(() => undefined);
-          }
-          if (Date.now() - lastBeat > 2000) {
-            onWait?.();
-            lastBeat = Date.now();
           }
           await sleep(delay);
         }

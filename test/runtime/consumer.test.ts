@@ -5,9 +5,9 @@ import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { eventId } from '../../shared/events/event-id.ts';
-import { objectKeyOf } from '../../shared/events/subjects.ts';
+import { objectKeyOf, STREAM } from '../../shared/events/subjects.ts';
 import { parseServerless } from '../../shared/runtime/config.ts';
-import { type RunningConsumer, startConsumer } from '../../shared/runtime/consumer.ts';
+import { consumerName, type RunningConsumer, startConsumer } from '../../shared/runtime/consumer.ts';
 import type { Handler } from '../../shared/runtime/handler.ts';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
@@ -121,7 +121,7 @@ describe('function runtime waiting for an object lock', () => {
   const fnName = `lockwait${Date.now() % 100000}`;
   // Its own namespace: a new durable consumer is delivered all of the stream's events it matches.
   const namespace = `lockwait-${Math.random().toString(36).slice(2, 7)}`;
-  const durable = `fn-${fnName}-ns-${namespace}`;
+  const durable = consumerName(fnName, namespace);
   const fn = parseServerless(`
 service: t
 provider: { name: tideway }
@@ -155,7 +155,7 @@ functions:
 
   afterAll(async () => {
     await consumer?.stop(1000);
-    await bus.jsm.consumers.delete('TIDEWAY', durable).catch(() => undefined);
+    await bus.jsm.consumers.delete(STREAM, durable).catch(() => undefined);
     await bus.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
     await bus.close();
   });
@@ -179,8 +179,7 @@ functions:
     await publish('a');
     await until(
       'a delivered (and waiting for its lock)',
-      async () =>
-        (await bus.jsm.consumers.info('TIDEWAY', durable)).num_ack_pending === 1 ? true : undefined,
+      async () => ((await bus.jsm.consumers.info(STREAM, durable)).num_ack_pending === 1 ? true : undefined),
       5000,
       20,
     );

@@ -7,7 +7,7 @@ import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { STREAM } from '../../shared/events/subjects.ts';
 import type { Supervisor } from '../../shared/runtime/supervisor.ts';
-import { bed, until } from '../support/bed.ts';
+import { bed, sleep, until } from '../support/bed.ts';
 import { probeEvent, readRuns, startProbe } from './probe-support.ts';
 
 /**
@@ -58,7 +58,7 @@ describe('a handler that locks another object than its event', () => {
           probeEvent(publisher, ns, name, { cluster: 'cache', sleep: '100', generation: String(g) }),
         ),
       );
-      await new Promise((r) => setTimeout(r, 50)); // a burst over time, not all at once
+      await sleep(50); // a burst over time, not all at once
     }
     await until(
       "every object's last event handled",
