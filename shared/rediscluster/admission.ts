@@ -3,7 +3,6 @@ import { celDurationMs, parseDuration } from '../api/duration.ts';
 import type { RedisCluster } from '../api/generated.ts';
 import { LABEL } from './names.ts';
 import {
-  ConfigRejected,
   configProblems,
   DIRECTIVE_NAME,
   OWNED_DIRECTIVES,
@@ -22,14 +21,14 @@ import {
  * starting with a letter); and at most 52 characters, since the StatefulSet controller labels
  * each pod `controller-revision-hash: <name>-<hash of up to 10 characters>`, which must fit 63.
  */
-export const CLUSTER_NAME = '^[a-z]([-a-z0-9]*[a-z0-9])?$';
+const CLUSTER_NAME = '^[a-z]([-a-z0-9]*[a-z0-9])?$';
 export const CLUSTER_NAME_MAX = 52;
 const NAME_FORMAT =
   "metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no dots): Tideway names Services after the cluster, and a Service name is a DNS-1035 label";
 const NAME_LENGTH = `metadata.name must be at most ${CLUSTER_NAME_MAX} characters: the StatefulSet's pods carry the label controller-revision-hash=<name>-<hash>, which must fit 63`;
 
 /** Pod label and annotation keys Tideway sets: any under this prefix, and the selector labels. */
-export const RESERVED_KEY_PREFIX = 'tideway.dev/';
+const RESERVED_KEY_PREFIX = 'tideway.dev/';
 export const RESERVED_LABELS = Object.values(LABEL).filter((k) => !k.startsWith(RESERVED_KEY_PREFIX));
 const LABELS_MESSAGE = `podTemplate.labels must not set ${RESERVED_KEY_PREFIX}* or ${RESERVED_LABELS.join(', ')}: Tideway sets these to select its pods and route to them (${LABEL.role} would put every new pod behind the master Service)`;
 const ANNOTATIONS_MESSAGE = `podTemplate.annotations must not set ${RESERVED_KEY_PREFIX}*: Tideway sets these itself (tideway.dev/config-hash restarts pods when redis.conf changes)`;
@@ -121,12 +120,6 @@ export const specProblems = (rc: Pick<RedisCluster, 'metadata' | 'spec'>): strin
   if (after !== undefined && !(durationMs(after) >= parseDuration(FAILOVER_AFTER_MIN)))
     problems.push(FAILOVER_MESSAGE);
   return problems;
-};
-
-/** Throws ConfigRejected (reason InvalidConfig, not worth retrying) when specProblems finds any. */
-export const validateSpec = (rc: Pick<RedisCluster, 'metadata' | 'spec'>) => {
-  const problems = specProblems(rc);
-  if (problems.length > 0) throw new ConfigRejected(problems.join('; '));
 };
 
 const durationMs = (text: string) => {

@@ -91,7 +91,7 @@ export type ValueRule = (typeof VALUE_RULES)[number];
  * writes when no replica has been in touch for 10 s, so a master cut off from its replicas cannot
  * take writes that a failover would then lose.
  */
-export const REPLICATION_DEFAULTS = [
+const REPLICATION_DEFAULTS = [
   { directives: VALUE_RULES[1].directives, line: 'min-replicas-to-write 1' },
   { directives: VALUE_RULES[2].directives, line: 'min-replicas-max-lag 10' },
 ] as const;

@@ -7,7 +7,7 @@ import { ContainerConfigError } from './env.ts';
 import { configMapPayload, downwardApiPayload, secretPayload } from './payload.ts';
 
 /** A volume of a pod on the host. */
-export type HostVolume = {
+type HostVolume = {
   readonly path: string;
   /** kubelet mounts configMap, secret and downwardAPI volumes read-only, whatever the pod asks. */
   readonly readOnly: boolean;
