@@ -211,6 +211,11 @@ describe('redis safety', () => {
     for (const pod of ['stall-1', 'stall-2'])
       expect(await role(await podIp('stall', pod), pw)).toBe('replica');
     expect(await eventReasons(b, ns, 'stall')).not.toContain('Failover');
+    // ...and labelled nothing: no replica is behind the master Service.
+    const labelled = (await rdc.pods('stall')).filter(
+      (p) => p.metadata?.labels?.['tideway.dev/role'] === 'master',
+    );
+    expect(labelled.map((p) => p.metadata?.name).filter((n) => n !== 'stall-0')).toEqual([]);
     await b.faults.releasePod(ns, 'stall-0');
     await rdc.ready('stall');
   });
@@ -239,12 +244,18 @@ describe('redis safety', () => {
         },
       },
     });
+    // Someone's Secret named like the password Secret Tideway would generate for 'sec-clash'.
+    await b.core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'sec-clash-auth' }, stringData: { password: 'not-yours' } },
+    });
     const svcBefore = await b.core.readNamespacedService({ namespace: ns, name: 'svc-clash' });
     const stsBefore = await b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'sts-clash' });
 
-    for (const [name, kind] of [
-      ['svc-clash', 'Service'],
-      ['sts-clash', 'StatefulSet'],
+    for (const [name, kind, taken] of [
+      ['svc-clash', 'Service', 'svc-clash'],
+      ['sts-clash', 'StatefulSet', 'sts-clash'],
+      ['sec-clash', 'Secret', 'sec-clash-auth'],
     ] as const) {
       await rdc.apply(name, { version: '7.0', replicas: 1 });
       const c = await until(
@@ -257,16 +268,20 @@ describe('redis safety', () => {
         250,
       );
       expect(c.status).toBe('False');
-      expect(c.message).toContain(`${kind} ${name} already exists and is not managed by this cluster`);
+      expect(c.message).toContain(`${kind} ${taken} already exists and is not managed by this cluster`);
     }
     // Nothing of the foreign objects changed, and no pod started for either cluster.
     const svcAfter = await b.core.readNamespacedService({ namespace: ns, name: 'svc-clash' });
     const stsAfter = await b.apps.readNamespacedStatefulSet({ namespace: ns, name: 'sts-clash' });
     expect(svcAfter.metadata?.resourceVersion).toBe(svcBefore.metadata?.resourceVersion);
     expect(stsAfter.metadata?.resourceVersion).toBe(stsBefore.metadata?.resourceVersion);
-    expect(await rdc.pods('svc-clash')).toEqual([]);
+    for (const name of ['svc-clash', 'sts-clash', 'sec-clash']) expect(await rdc.pods(name)).toEqual([]);
+    // The foreign password was never used: nothing was made from it.
+    await expect(
+      b.core.readNamespacedSecret({ namespace: ns, name: 'sec-clash-auth-conf' }),
+    ).rejects.toThrow();
 
-    for (const name of ['svc-clash', 'sts-clash'])
+    for (const name of ['svc-clash', 'sts-clash', 'sec-clash'])
       await b.custom.deleteNamespacedCustomObject({
         group: 'tideway.dev',
         version: 'v1alpha1',
