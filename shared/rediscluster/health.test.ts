@@ -100,6 +100,20 @@ describe('assessHealth', () => {
     expect(a.masterUnreachableSince).toBe('2026-11-23T10:00:04Z');
   });
 
+  it('never waits less than the 3 s floor, whatever an older object says (failover.after 0s)', () => {
+    const at = (since: string) =>
+      assessHealth(
+        cluster(
+          { master: 'r-0', failover: { masterUnreachableSince: since } },
+          { enabled: true, after: '0s' },
+        ),
+        [down(0), cut(replica(1, 100))],
+        now,
+      ).failover;
+    expect(at('2026-11-23T10:00:08Z')).toBeUndefined(); // lost 2 s ago
+    expect(at('2026-11-23T10:00:07Z')?.to).toBe('r-1'); // lost 3 s ago
+  });
+
   it('waits out the rest of failover.after', () => {
     const a = assessHealth(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:06Z' } }),
