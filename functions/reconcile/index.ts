@@ -90,7 +90,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   try {
     password = await readPassword(ctx.kube, rc, true);
   } catch (error) {
-    if (error instanceof OwnershipConflict) return refuse(error);
+    if (error instanceof OwnershipConflict) return refuse({ reason: error.reason, message: error.message });
     throw error;
   }
   const desired = rc.spec.replicas ?? 3;
