@@ -8,7 +8,12 @@ import { sleep, until } from '../infra/testbed/wait.ts';
 import type { RedisCluster } from '../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
 import { connectRedis } from '../shared/redis/client.ts';
-import { authConfSecretFor, configMapFor, statefulSetFor } from '../shared/rediscluster/desired.ts';
+import {
+  authConfSecretFor,
+  configMapFor,
+  renderedConfig,
+  statefulSetFor,
+} from '../shared/rediscluster/desired.ts';
 import { metricsUntil, ms, now, percentile, pool, SERVERLESS, spawnFunction } from './support.ts';
 
 const RDC = TIDEWAY_KINDS.RedisCluster;
@@ -77,8 +82,14 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
           metadata: { ...x.metadata, ownerReferences: undefined },
         });
         await core.createNamespacedConfigMap({ namespace: ns, body: own(configMapFor(rc)) });
-        await core.createNamespacedSecret({ namespace: ns, body: own(authConfSecretFor(rc, 'bench')) });
-        await apps.createNamespacedStatefulSet({ namespace: ns, body: own(statefulSetFor(rc, 'bench')) });
+        await core.createNamespacedSecret({
+          namespace: ns,
+          body: own(authConfSecretFor(rc, { password: 'bench' })),
+        });
+        await apps.createNamespacedStatefulSet({
+          namespace: ns,
+          body: own(statefulSetFor(rc, renderedConfig(rc).key)),
+        });
         await until(
           `bare c${i} Ready`,
           async () => {

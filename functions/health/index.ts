@@ -2,10 +2,11 @@ import { EventsV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { eventRecorder } from '../../shared/kube/events.ts';
+import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { failOver } from '../../shared/rediscluster/failover.ts';
 import { hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { assessHealth } from '../../shared/rediscluster/health.ts';
-import { listPods, readPassword } from '../../shared/rediscluster/kube.ts';
+import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
@@ -27,9 +28,12 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   // Creation and deletion are reconcile's: there is no master to watch over yet, or any more.
   if (rc.metadata.deletionTimestamp || !hasFinalizer(rc) || !rc.status?.master) return done;
 
-  const password = await readPassword(ctx.kube, rc, false);
+  const auth = await readAuth(ctx.kube, rc, false);
+  // Every instance accepts the recorded password; one restarted with a stale file, an older one.
+  const passwords = passwordsOf(auth);
+  const password = auth.applied;
   const pods = await listPods(ctx.kube, rc);
-  let instances = await probeInstances(rc.metadata.name, pods, password, PROBE_TIMEOUT_MS);
+  let instances = await probeInstances(rc.metadata.name, pods, passwords, PROBE_TIMEOUT_MS);
   const now = ctx.clock();
   const a = assessHealth(rc, instances, now);
   let master = rc.status.master;
@@ -59,7 +63,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     instances = await probeInstances(
       rc.metadata.name,
       await listPods(ctx.kube, rc),
-      password,
+      passwords,
       PROBE_TIMEOUT_MS,
     );
   }

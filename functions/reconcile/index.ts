@@ -5,9 +5,10 @@ import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { eventRecorder } from '../../shared/kube/events.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
 import { specProblems } from '../../shared/rediscluster/admission.ts';
+import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
-import { labelPod, listPods, readPassword } from '../../shared/rediscluster/kube.ts';
+import { labelPod, listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
@@ -25,6 +26,7 @@ import {
   retryAfter,
   TemporaryError,
 } from '../../shared/runtime/handler.ts';
+import { rollPassword } from './password.ts';
 
 type Status = NonNullable<RedisCluster['status']>;
 
@@ -86,9 +88,9 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const problems = specProblems(rc);
   if (problems.length > 0) return refuse({ reason: 'InvalidSpec', message: problems.join('; ') });
 
-  let password: string;
+  let auth: Auth;
   try {
-    password = await readPassword(ctx.kube, rc, true);
+    auth = await readAuth(ctx.kube, rc, true);
   } catch (error) {
     if (error instanceof OwnershipConflict) return refuse({ reason: error.reason, message: error.message });
     throw error;
@@ -99,7 +101,8 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const applied = await applyOwned({
     kube: ctx.kube,
     rc,
-    password,
+    auth: { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) },
+    pods: await listPods(ctx.kube, rc),
     stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
     fence: ctx.fence,
   });
@@ -108,7 +111,10 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const stsReplicas = sts.spec?.replicas ?? desired;
 
   const pods = await listPods(ctx.kube, rc, sts.metadata?.uid);
-  const instances = await probeInstances(rc.metadata.name, pods, password);
+  const passwords = passwordsOf(auth);
+  const instances = await probeInstances(rc.metadata.name, pods, passwords, undefined, { inspectAuth: true });
+  const rotation = await rollPassword({ ctx, rc, auth, instances, recorder, regarding });
+  const password = rotation.password;
   const plan = planTopology(instances, recordedMaster, desired, rc.status?.replication);
   if (plan.master !== recordedMaster) {
     // The record first (compare-and-set), then the servers: two deciders never both act.
@@ -146,7 +152,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   const after =
     plan.commands.length > 0
-      ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc, sts.metadata?.uid), password)
+      ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc, sts.metadata?.uid), passwords)
       : instances;
   const o = observe(rc, after, plan.master, pods);
   const inSync = converged && o.phase === 'Ready' && o.nodes?.every((n) => n.ready) === true;
@@ -156,7 +162,9 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   let step: RolloutStep = { kind: 'none' };
   let progress = plan.blocked.length
     ? { reason: 'TopologyBlocked', message: plan.blocked.join('; ') }
-    : { reason: 'Applied', message: 'owned objects match the spec' };
+    : rotation.waiting
+      ? { reason: 'RotatingPassword', message: rotation.waiting }
+      : { reason: 'Applied', message: 'owned objects match the spec' };
   if (stsReplicas > desired) {
     const to = m && inSync ? switchoverTarget(after, m, (i) => i.ordinal < desired) : undefined;
     const why = `scaling down to ${desired}: ${m?.pod} hands the master role over first`;
@@ -225,5 +233,6 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   if (step.kind === 'wait') return retryAfter(2000, progress.reason);
   // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
   if (plan.blocked.length > 0) return retryAfter(2000, 'TopologyBlocked');
+  if (rotation.waiting) return retryAfter(2000, 'RotatingPassword');
   return converged && o.phase === 'Ready' ? done : retryAfter(1000, 'Converging');
 };

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { statefulSetReplicas } from './desired.ts';
+import type { RedisCluster } from '../api/generated.ts';
+import {
+  authConfSecretFor,
+  configKeysInUse,
+  configMapFor,
+  renderedConfig,
+  statefulSetFor,
+  statefulSetReplicas,
+} from './desired.ts';
 
 describe('statefulSetReplicas', () => {
   it('follows spec.replicas up and down while the master serves inside the new size', () => {
@@ -18,5 +26,65 @@ describe('statefulSetReplicas', () => {
     expect(statefulSetReplicas({ desired: 3, masterOrdinal: -1, masterLost: true, current: undefined })).toBe(
       3,
     );
+  });
+});
+
+describe('configuration by content', () => {
+  const rc = (config: Record<string, string>) =>
+    ({
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'RedisCluster',
+      metadata: { name: 'c', namespace: 'ns', uid: 'u' },
+      spec: { replicas: 3, config },
+    }) as RedisCluster;
+
+  it('keeps every configuration a pod still reads, unchanged, next to the new one', () => {
+    const before = configMapFor(rc({ 'maxmemory-policy': 'allkeys-lru' }));
+    const oldKey = renderedConfig(rc({ 'maxmemory-policy': 'allkeys-lru' })).key;
+    const sts = statefulSetFor(rc({ 'maxmemory-policy': 'allkeys-lru' }), oldKey);
+    const inUse = configKeysInUse('c-config', [sts.spec?.template.spec]);
+    expect([...inUse]).toEqual([oldKey]);
+    const next = rc({ 'maxmemory-policy': 'noeviction' });
+    const after = configMapFor(next, { existing: before.data ?? {}, inUse });
+    const newKey = renderedConfig(next).key;
+    expect(newKey).not.toBe(oldKey);
+    expect(after.data?.[oldKey]).toBe(before.data?.[oldKey]);
+    expect(after.data?.[newKey]).toContain('maxmemory-policy noeviction');
+    // Nobody reads the old one any more: it goes.
+    expect(
+      Object.keys(configMapFor(next, { existing: after.data ?? {}, inUse: new Set() }).data ?? {}),
+    ).toEqual([newKey]);
+  });
+
+  it('mounts only its own key, as redis.conf; a legacy pod that mounts the whole map keeps redis.conf', () => {
+    const key = renderedConfig(rc({})).key;
+    const volumes = statefulSetFor(rc({}), key).spec?.template.spec?.volumes;
+    expect(volumes?.find((v) => v.name === 'config')?.configMap?.items).toEqual([
+      { key, path: 'redis.conf' },
+    ]);
+    expect([
+      ...configKeysInUse('c-config', [
+        { containers: [], volumes: [{ name: 'config', configMap: { name: 'c-config' } }] },
+      ]),
+    ]).toEqual(['redis.conf']);
+    expect([
+      ...configKeysInUse('c-config', [
+        { containers: [], volumes: [{ name: 'x', configMap: { name: 'other' } }] },
+      ]),
+    ]).toEqual([]);
+  });
+
+  it('names the key by the content: the same spec gives the same key', () => {
+    expect(renderedConfig(rc({ a: '1' })).key).toBe(renderedConfig(rc({ a: '1' })).key);
+    expect(renderedConfig(rc({ a: '1' })).key).not.toBe(renderedConfig(rc({ a: '2' })).key);
+  });
+
+  it('keeps no password in the configuration and only auth.conf in the pods', () => {
+    const secret = authConfSecretFor(rc({}), { password: 'pw', previous: 'old' });
+    expect(Object.keys(secret.data ?? {}).sort()).toEqual(['auth.conf', 'password', 'previous']);
+    const key = renderedConfig(rc({})).key;
+    const auth = statefulSetFor(rc({}), key).spec?.template.spec?.volumes?.find((v) => v.name === 'auth');
+    expect(auth?.secret?.items).toEqual([{ key: 'auth.conf', path: 'auth.conf' }]);
+    expect(JSON.stringify(configMapFor(rc({})))).not.toContain('pw');
   });
 });

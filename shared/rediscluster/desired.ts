@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type {
   V1ConfigMap,
   V1PodDisruptionBudget,
+  V1PodSpec,
   V1Secret,
   V1Service,
   V1StatefulSet,
@@ -13,6 +14,8 @@ import { renderAuthConf, renderRedisConf } from './redis-conf.ts';
 // Siblings, not nested: a mount point cannot be made inside a read-only volume.
 const CONF_DIR = '/etc/tideway/conf';
 const AUTH_DIR = '/etc/tideway/auth';
+/** The key of the auth-conf Secret that pods read; the other keys are Tideway's record. */
+export const AUTH_CONF_KEY = 'auth.conf';
 const DATA_DIR = '/data';
 
 /** Makes the cluster the controller owner: the garbage collector removes what it owns. */
@@ -34,17 +37,54 @@ const meta = (rc: RedisCluster, name: string, component: string) => ({
 
 export const hashOf = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
-export const configMapFor = (rc: RedisCluster): V1ConfigMap => {
+/** redis.conf as the cluster's spec makes it, and the ConfigMap key it is kept under. */
+export const renderedConfig = (rc: RedisCluster) => {
   const conf = renderRedisConf(rc.spec.config ?? {}, {
-    authInclude: `${AUTH_DIR}/auth.conf`,
+    authInclude: `${AUTH_DIR}/${AUTH_CONF_KEY}`,
     dataDir: DATA_DIR,
     replicas: rc.spec.replicas ?? 3,
   });
+  return { conf, key: `redis-${hashOf(conf)}.conf` };
+};
+
+/** Before keys were named by content, pods mounted the whole ConfigMap and read this key. */
+const LEGACY_CONFIG_KEY = 'redis.conf';
+
+/**
+ * The ConfigMap keys something may still read: each pod's, and the StatefulSet's own (a pod the
+ * StatefulSet controller creates before it sees the new template reads that one). Keys are never
+ * rewritten: a pod reads the configuration it started with until Tideway restarts it.
+ */
+export const configKeysInUse = (configMap: string, templates: readonly (V1PodSpec | undefined)[]) => {
+  const keys = new Set<string>();
+  for (const spec of templates)
+    for (const v of spec?.volumes ?? []) {
+      if (v.configMap?.name !== configMap) continue;
+      if (!v.configMap.items) keys.add(LEGACY_CONFIG_KEY);
+      for (const item of v.configMap.items ?? []) keys.add(item.key);
+    }
+  return keys;
+};
+
+/**
+ * One ConfigMap holds every configuration a pod of the cluster may read, each under a key named
+ * by its content hash: the current one, and those still in use (`inUse` with their contents from
+ * `existing`). A kubelet refreshes mounted ConfigMaps in running pods, so rewriting one key in
+ * place would hand an unvetted redis.conf to the next restart of every pod, the master included.
+ */
+export const configMapFor = (
+  rc: RedisCluster,
+  o: { existing?: Record<string, string>; inUse?: ReadonlySet<string> } = {},
+): V1ConfigMap => {
+  const { conf, key } = renderedConfig(rc);
+  const kept = Object.fromEntries(
+    Object.entries(o.existing ?? {}).filter(([k]) => o.inUse?.has(k) && k !== key),
+  );
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: meta(rc, namesOf(rc).configMap, 'config'),
-    data: { 'redis.conf': conf },
+    data: { ...kept, [key]: conf },
   };
 };
 
@@ -57,13 +97,27 @@ export const generatedAuthSecretFor = (rc: RedisCluster, password: string): V1Se
   stringData: { password },
 });
 
-export const authConfSecretFor = (rc: RedisCluster, password: string): V1Secret => ({
+/**
+ * The password every instance accepts (`password`), written to the include file pods read at
+ * start, and the one before it (`previous`): a pod that restarts before its kubelet refreshed the
+ * file still accepts that one, and Tideway can still reach it to bring it up to date.
+ */
+export const authConfSecretFor = (
+  rc: RedisCluster,
+  auth: { password: string; previous?: string },
+): V1Secret => ({
   apiVersion: 'v1',
   kind: 'Secret',
   metadata: meta(rc, namesOf(rc).authConfSecret, 'auth'),
   type: 'Opaque',
-  data: { 'auth.conf': Buffer.from(renderAuthConf(password)).toString('base64') },
+  data: {
+    [AUTH_CONF_KEY]: b64(renderAuthConf(auth.password)),
+    password: b64(auth.password),
+    ...(auth.previous !== undefined ? { previous: b64(auth.previous) } : {}),
+  },
 });
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /**
  * The StatefulSet: OnDelete, so Tideway decides when a pod restarts (upgrades go replicas first,
@@ -86,7 +140,8 @@ export const statefulSetReplicas = (o: {
 
 export const statefulSetFor = (
   rc: RedisCluster,
-  configHash: string,
+  /** The ConfigMap key of the current redis.conf (renderedConfig). */
+  configKey: string,
   /** More than spec.replicas while the master sits beyond the new size (see reconcile). */
   replicas = rc.spec.replicas ?? 3,
 ): V1StatefulSet => {
@@ -108,7 +163,7 @@ export const statefulSetFor = (
       template: {
         metadata: {
           labels: { ...(pt.labels ?? {}), ...sel },
-          annotations: { ...(pt.annotations ?? {}), 'tideway.dev/config-hash': configHash },
+          annotations: { ...(pt.annotations ?? {}), 'tideway.dev/config-hash': configKey },
         },
         spec: {
           ...(pt.nodeSelector ? { nodeSelector: pt.nodeSelector } : {}),
@@ -134,8 +189,19 @@ export const statefulSetFor = (
             },
           ],
           volumes: [
-            { name: 'config', configMap: { name: n.configMap } },
-            { name: 'auth', secret: { secretName: n.authConfSecret, defaultMode: 0o400 } },
+            // Only the pod's own configuration, under the name redis-server is started with.
+            {
+              name: 'config',
+              configMap: { name: n.configMap, items: [{ key: configKey, path: 'redis.conf' }] },
+            },
+            {
+              name: 'auth',
+              secret: {
+                secretName: n.authConfSecret,
+                defaultMode: 0o400,
+                items: [{ key: AUTH_CONF_KEY, path: AUTH_CONF_KEY }],
+              },
+            },
           ],
         },
       },

@@ -5,11 +5,13 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1Pod,
+  type V1Secret,
 } from '@kubernetes/client-node';
 import type { RedisCluster } from '../api/generated.ts';
 import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
 import { controlledBy, OwnershipConflict } from '../kube/ownership.ts';
 import { TemporaryError, TerminalError } from '../runtime/handler.ts';
+import type { Auth } from './auth.ts';
 import { generatedAuthSecretFor } from './desired.ts';
 import { LABEL, namesOf, type Role, selectorLabels } from './names.ts';
 
@@ -77,6 +79,33 @@ export const readPassword = async (kc: KubeConfig, rc: RedisCluster, create: boo
     if (!isAlreadyExists(error)) throw error;
   }
   return read();
+};
+
+/**
+ * The cluster's passwords: the wanted one (readPassword) and Tideway's record of what the
+ * instances accept (the auth-conf Secret, when it is this cluster's).
+ */
+export const readAuth = async (kc: KubeConfig, rc: RedisCluster, create: boolean): Promise<Auth> => {
+  const desired = await readPassword(kc, rc, create);
+  const n = namesOf(rc);
+  let record: V1Secret | undefined;
+  try {
+    record = await kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace: n.namespace, name: n.authConfSecret });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  const data = controlledBy(record, rc.metadata.uid ?? '') ? (record?.data ?? {}) : {};
+  const decode = (b64: string | undefined) =>
+    b64 === undefined ? undefined : Buffer.from(b64, 'base64').toString();
+  const previous = decode(data.previous);
+  // A record written before it kept the password (or none yet): the instances run with `desired`.
+  return {
+    desired,
+    applied: decode(data.password) ?? desired,
+    ...(previous === undefined ? {} : { previous }),
+  };
 };
 
 /** Sets (or removes) the role label of one pod; the Services follow it. */

@@ -1,10 +1,18 @@
-import type { KubeConfig, V1StatefulSet } from '@kubernetes/client-node';
+import type { KubeConfig, V1ConfigMap, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { RedisCluster } from '../api/generated.ts';
 import { type Applyable, serverSideApply } from '../kube/apply.ts';
 import { statusOf } from '../kube/errors.ts';
 import { assertOwnedOrAbsent, OwnershipConflict } from '../kube/ownership.ts';
-import { authConfSecretFor, configMapFor, hashOf, pdbFor, servicesFor, statefulSetFor } from './desired.ts';
-import { FIELD_MANAGER } from './names.ts';
+import {
+  authConfSecretFor,
+  configKeysInUse,
+  configMapFor,
+  pdbFor,
+  renderedConfig,
+  servicesFor,
+  statefulSetFor,
+} from './desired.ts';
+import { FIELD_MANAGER, namesOf } from './names.ts';
 import { ConfigRejected } from './redis-conf.ts';
 
 /** Why the owned objects could not be made to match the spec; a person has to act. */
@@ -22,29 +30,42 @@ const kindName = (o: Applyable) => `${o.kind} ${o.metadata?.name}`;
 export const applyOwned = async (o: {
   kube: KubeConfig;
   rc: RedisCluster;
-  password: string;
+  /** What the auth-conf Secret records: the password every instance accepts, and the one before. */
+  auth: { password: string; previous?: string };
+  /** The cluster's pods now: the configuration each one reads is kept for it. */
+  pods: readonly V1Pod[];
   /** How many pods, given the StatefulSet's replicas now (undefined before it exists). */
   stsReplicas: (current: number | undefined) => number;
   fence: () => void;
 }): Promise<{ sts: V1StatefulSet } | Refusal> => {
   const { rc } = o;
   const uid = rc.metadata.uid ?? '';
+  const n = namesOf(rc);
   const apply = serverSideApply(o.kube, FIELD_MANAGER);
+  const named = <T extends Applyable>(apiVersion: string, kind: string, name: string) =>
+    ({ apiVersion, kind, metadata: { name, namespace: n.namespace } }) as T;
   try {
-    const configMap = configMapFor(rc);
-    const authConf = authConfSecretFor(rc, o.password);
-    const hash = hashOf(`${configMap.data?.['redis.conf']}${authConf.data?.['auth.conf']}`);
-    const objects: Applyable[] = [configMap, authConf, ...servicesFor(rc), pdbFor(rc)];
+    const { key } = renderedConfig(rc); // refuses a bad spec.config before anything is read
+    const others: Applyable[] = [authConfSecretFor(rc, o.auth), ...servicesFor(rc), pdbFor(rc)];
     // Every name is checked before anything is written: a conflict changes nothing at all.
-    for (const obj of objects) await assertOwnedOrAbsent(o.kube, obj, uid);
-    const name = {
-      apiVersion: 'apps/v1',
-      kind: 'StatefulSet',
-      metadata: { name: rc.metadata.name, namespace: rc.metadata.namespace },
-    };
-    const current = (await assertOwnedOrAbsent(o.kube, name as V1StatefulSet, uid))?.spec?.replicas;
-    const sts = statefulSetFor(rc, hash, o.stsReplicas(current));
-    for (const obj of objects) {
+    const existingConfig = await assertOwnedOrAbsent(
+      o.kube,
+      named<V1ConfigMap>('v1', 'ConfigMap', n.configMap),
+      uid,
+    );
+    for (const obj of others) await assertOwnedOrAbsent(o.kube, obj, uid);
+    const existingSts = await assertOwnedOrAbsent(
+      o.kube,
+      named<V1StatefulSet>('apps/v1', 'StatefulSet', n.statefulSet),
+      uid,
+    );
+    const inUse = configKeysInUse(n.configMap, [
+      ...o.pods.map((p) => p.spec),
+      existingSts?.spec?.template?.spec,
+    ]);
+    const configMap = configMapFor(rc, { existing: existingConfig?.data ?? {}, inUse });
+    const sts = statefulSetFor(rc, key, o.stsReplicas(existingSts?.spec?.replicas));
+    for (const obj of [configMap, ...others]) {
       o.fence();
       await applyOrRefuse(apply, obj);
     }

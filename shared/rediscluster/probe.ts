@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { connectRedis, type RedisClient } from '../redis/client.ts';
 import { parseInfo, parseReplication, type Replication, serverVersion } from '../redis/info.ts';
+import { RespError } from '../redis/resp.ts';
 import { LABEL, ordinalOf, REDIS_PORT, type Role } from './names.ts';
 
 /** One instance as the API server and the server itself describe it. */
@@ -21,6 +23,10 @@ export type Instance = {
   version?: string;
   product?: 'redis' | 'valkey';
   error?: string;
+  /** Which of the passwords given to the probe the server accepted (an index, never the password). */
+  password?: number;
+  /** With inspectAuth: SHA-256 hashes of the passwords it accepts and of its masterauth. */
+  auth?: { accepts: string[]; masterauth: string };
 };
 
 const podReady = (p: V1Pod) =>
@@ -45,12 +51,56 @@ export const fromInfo = (
   return { replication: parseReplication(sections), keys, version: v.version, product: v.product };
 };
 
-/** INFO of every pod that has an IP, in parallel, each bounded by a short timeout. */
+/** The server refused the password (any other error is not about the password). */
+const isWrongPassword = (error: unknown) =>
+  error instanceof RespError && /^(WRONGPASS|ERR invalid password)/.test(error.message);
+
+/**
+ * Connects with the first of `passwords` the server accepts: while a password rotates, or after a
+ * pod restarted before its kubelet refreshed the password file, instances accept different ones.
+ */
+const connectWithAny = async (ip: string, passwords: readonly string[], timeoutMs: number) => {
+  for (const [index, password] of passwords.entries()) {
+    try {
+      const client = await connectRedis({
+        host: ip,
+        port: REDIS_PORT,
+        password,
+        connectTimeoutMs: timeoutMs,
+        commandTimeoutMs: timeoutMs,
+      });
+      return { client, index };
+    } catch (error) {
+      if (!isWrongPassword(error) || index === passwords.length - 1) throw error;
+    }
+  }
+  throw new Error('no password to try');
+};
+
+/** SHA-256 in hex, as ACL GETUSER lists passwords: compared, never the passwords themselves. */
+export const passwordHash = (password: string) => createHash('sha256').update(password).digest('hex');
+
+/** The passwords the default user accepts and the masterauth in use, as hashes. */
+const authOf = async (client: RedisClient): Promise<NonNullable<Instance['auth']>> => {
+  const user = await client.command('ACL', 'GETUSER', 'default');
+  const fields = Array.isArray(user) ? user : [];
+  const at = fields.findIndex((f) => String(f) === 'passwords');
+  const passwords = at >= 0 && Array.isArray(fields[at + 1]) ? (fields[at + 1] as unknown[]).map(String) : [];
+  const masterauth = await client.command('CONFIG', 'GET', 'masterauth');
+  const value = Array.isArray(masterauth) ? String(masterauth[1] ?? '') : '';
+  return { accepts: passwords, masterauth: passwordHash(value) };
+};
+
+/**
+ * INFO of every pod that has an IP, in parallel, each bounded by a short timeout. With
+ * `inspectAuth`, also which passwords each accepts (for the password rotation).
+ */
 export const probeInstances = async (
   clusterName: string,
   pods: readonly V1Pod[],
-  password: string,
+  passwords: readonly string[],
   timeoutMs = 1500,
+  o: { inspectAuth?: boolean } = {},
 ): Promise<Instance[]> =>
   Promise.all(
     pods
@@ -70,14 +120,15 @@ export const probeInstances = async (
         if (!base.ip || p.status?.phase !== 'Running') return base;
         let client: RedisClient | undefined;
         try {
-          client = await connectRedis({
-            host: base.ip,
-            port: REDIS_PORT,
-            password,
-            connectTimeoutMs: timeoutMs,
-            commandTimeoutMs: timeoutMs,
-          });
-          return { ...base, ...fromInfo(String(await client.command('INFO', 'all'))) };
+          const connected = await connectWithAny(base.ip, passwords, timeoutMs);
+          client = connected.client;
+          const info = fromInfo(String(await client.command('INFO', 'all')));
+          return {
+            ...base,
+            ...info,
+            password: connected.index,
+            ...(o.inspectAuth && info.replication ? { auth: await authOf(client) } : {}),
+          };
         } catch (error) {
           return { ...base, error: error instanceof Error ? error.message : String(error) };
         } finally {
