@@ -1,21 +1,36 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
+import type { RedisClusterStatus } from '../api/generated.ts';
 import type { EventPublisher } from '../bus/types.ts';
 import { eventId } from '../events/event-id.ts';
 import { EventType } from '../events/types.ts';
+import { type Condition, setCondition } from '../kube/conditions.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
-import { parseReplication } from '../redis/info.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { parseInfo, parseReplication, type Replication } from '../redis/info.ts';
 import { failpoint } from '../runtime/failpoints.ts';
-import { TemporaryError } from '../runtime/handler.ts';
+import { LockLostError, TemporaryError } from '../runtime/handler.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { labelPod } from './kube.ts';
 import type { LoadedCluster } from './load.ts';
 import { REDIS_PORT } from './names.ts';
 import { type Instance, onInstance } from './probe.ts';
-import { recordHistory } from './promotion.ts';
+import { changedSince, identityOf, recordHistory } from './promotion.ts';
 
 export type FailoverDecision = { from: string; to: string; reason: string };
+
+/** The API server's own message from a refused request (client-node keeps it in the body). */
+const apiMessage = (error: unknown) => {
+  const body = (error as { body?: unknown }).body;
+  try {
+    const parsed: unknown = typeof body === 'string' ? JSON.parse(body) : body;
+    if (parsed && typeof parsed === 'object' && 'message' in parsed) return String(parsed.message);
+  } catch {}
+  return error instanceof Error ? error.message : String(error);
+};
+
+const identify = async (r: RedisClient) => identityOf(parseInfo(String(await r.command('INFO'))));
 
 export type FailoverResult =
   | { done: true; at: string }
@@ -27,7 +42,10 @@ export type FailoverResult =
  * Service stops sending it clients; a failure stops the promotion). Then the record
  * (status.master) changes, by compare-and-set on the master the decision was made against: two
  * health replicas, or health and reconcile, can never promote two different replicas. Then the
- * servers: the new master stops replicating and gets the label, the others follow it. Every step
+ * servers: the new master stops replicating and gets the label, the others follow it. The target
+ * must still be the instance that was judged (the same process, history and offset, link down),
+ * checked on the very connection that promotes it: one that restarted or moved meanwhile is not
+ * promoted, the record goes back, and the next run judges again. Every step
  * first checks that this run still holds the cluster's lock, so a run that stalled past its lease
  * acts on nothing. The old master is fenced on restart (it starts as a replica of nothing) and
  * reconcile points it at the new master; one that was only partitioned away loses its replicas
@@ -53,6 +71,19 @@ export const failOver = async (o: {
   const target = o.instances.find((i) => i.pod === d.to);
   const ip = target?.ip;
   if (!ip) throw new TemporaryError('NoAddress', `${d.to} has no IP`);
+  const judged = target.replication;
+  const changed = (why: string, more = '') =>
+    new TemporaryError(
+      'TargetChanged',
+      `${d.to} ${why} since it was judged; not promoting it${more}, judging again`,
+      200,
+    );
+
+  // The server process the judgement was about (the probe does not keep run_id): from here on, a
+  // restart of the target shows as another run_id.
+  const seen = await onInstance(ip, o.password, identify);
+  const early = changedSince(judged, seen);
+  if (early) throw changed(early);
 
   // Fence the old master first, as far as Kubernetes can: off the master Service, so no new
   // client connection reaches it. If that fails, nothing has changed yet: stop here, and never
@@ -66,22 +97,36 @@ export const failOver = async (o: {
     try {
       await labelPod(o.kube, namespace, pod, null);
     } catch (error) {
-      if (!isNotFound(error))
-        throw new TemporaryError(
-          'FencingFailed',
-          `could not take ${pod} off the master Service; not promoting`,
-          1000,
-          {
-            cause: error,
-          },
-        );
+      if (isNotFound(error)) continue;
+      if (error instanceof LockLostError) throw error;
+      const message = `could not take ${pod} off the master Service (${apiMessage(error)}); not promoting ${d.to} while ${pod} may still get clients`;
+      // Said on the object, not only in a log: the cluster stays without a master because of it.
+      await cluster
+        .writeStatus((s) => {
+          o.fence();
+          return {
+            ...s,
+            conditions: setCondition(
+              s.conditions as Condition[] | undefined,
+              { type: 'Healthy', status: 'False', reason: 'FencingFailed', message },
+              cluster.rc.metadata.generation,
+            ),
+          };
+        })
+        .catch((e: unknown) => {
+          if (e instanceof LockLostError) throw e;
+          o.log.warn('FencingFailed not recorded', { error: e });
+        });
+      throw new TemporaryError('FencingFailed', message, 1000, { cause: error });
     }
   }
 
   // The record next, by compare-and-set on the master the decision was made against.
   failpoint('failover.before-record');
+  let before: RedisClusterStatus['failover'];
   const written = await cluster.writeStatus((s) => {
     o.fence();
+    before = s.failover;
     return s.master !== d.from
       ? undefined
       : {
@@ -95,13 +140,43 @@ export const failOver = async (o: {
   });
   if (written?.status?.master !== d.to || written.status.failover?.last?.at !== at)
     return { done: false, master: written?.status?.master };
+  /** The target was not promoted: the record goes back to what it was, if it is still ours. */
+  const undo = async (why: string) => {
+    await cluster.writeStatus((s) => {
+      o.fence();
+      if (s.master !== d.to || s.failover?.last?.at !== at) return undefined;
+      const { failover: _ours, ...rest } = s;
+      return { ...rest, master: d.from, ...(before ? { failover: before } : {}) };
+    });
+    return changed(why, `; status.master is back on ${d.from}`);
+  };
 
   failpoint('failover.before-promote');
   o.fence();
-  const promoted = await onInstance(ip, o.password, async (r) => {
-    await r.command('REPLICAOF', 'NO', 'ONE');
-    return parseReplication(String(await r.command('INFO', 'replication')));
-  });
+  // Checked and promoted on one connection: a restart after the check closes it, so REPLICAOF
+  // can only reach the process that was checked.
+  let sent = false;
+  let promoted: Replication;
+  try {
+    const outcome = await onInstance(
+      ip,
+      o.password,
+      async (r): Promise<{ why: string } | { promoted: Replication }> => {
+        const why = changedSince(judged, await identify(r), seen.runId);
+        if (why) return { why };
+        o.fence();
+        sent = true;
+        await r.command('REPLICAOF', 'NO', 'ONE');
+        return { promoted: parseReplication(String(await r.command('INFO', 'replication'))) };
+      },
+    );
+    if ('why' in outcome) throw await undo(outcome.why);
+    promoted = outcome.promoted;
+  } catch (error) {
+    // Unreachable before REPLICAOF was sent: nothing was promoted. After, it may have been.
+    if (sent || error instanceof LockLostError || error instanceof TemporaryError) throw error;
+    throw await undo(`does not answer (${error instanceof Error ? error.message : String(error)})`);
+  }
   // The new history at once: if this master is lost too before health records it, its replicas
   // (which continue it) are the candidates.
   if (promoted.role === 'master')

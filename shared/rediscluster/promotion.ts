@@ -1,5 +1,5 @@
 import type { RedisClusterStatus } from '../api/generated.ts';
-import { isHistory } from '../redis/info.ts';
+import { type InfoSections, isHistory, parseReplication, type Replication } from '../redis/info.ts';
 import type { Instance } from './probe.ts';
 
 /** The record of whose data the cluster holds (status.replication). */
@@ -97,4 +97,42 @@ export const promotionCandidates = (
     else safe.push(i);
   }
   return { safe: safe.sort(mostAdvancedFirst), refused };
+};
+
+/** Which server process answers, and where it stands: what a promotion was judged on. */
+export type Identity = { runId: string; loading: boolean; replication: Replication };
+
+export const identityOf = (info: InfoSections): Identity => ({
+  runId: info.server?.run_id ?? '',
+  loading: info.persistence?.loading === '1' || info.persistence?.async_loading === '1',
+  replication: parseReplication(info),
+});
+
+/**
+ * Why a server is no longer the instance a promotion was judged on (`judged`, from the probe; and
+ * `runId`, the process seen since), or undefined when it still is. A candidate is a replica whose
+ * link is down, so its replication id and offset stand still; a restart in between (empty, from an
+ * older snapshot, with other data), a sync, or a master that came back moves one of them, and the
+ * judgement no longer holds.
+ */
+export const changedSince = (
+  judged: Replication | undefined,
+  now: Identity,
+  runId?: string,
+): string | undefined => {
+  const r = now.replication;
+  if (runId !== undefined && now.runId !== runId) return `restarted (run_id ${runId} → ${now.runId})`;
+  if (now.loading) return 'is loading its data set (it restarted)';
+  if (judged?.role !== 'replica') return 'was not judged as a replica';
+  if (r.role !== 'replica') return 'is no longer a replica';
+  if (r.linkUp) return 'has its link to a master up again';
+  if (r.syncInProgress) return 'started a full sync';
+  if (r.replid !== judged.replid || r.replid2 !== judged.replid2)
+    return `holds another replication history (${judged.replid} → ${r.replid})`;
+  if (r.offset !== judged.offset) return `moved from offset ${judged.offset} to ${r.offset}`;
+  // The same id and offset, but its link never came up since it started: it restarted from a
+  // snapshot of that very point, and what the judgement knew of its link is void.
+  if (Number.isFinite(judged.linkDownSeconds) && !Number.isFinite(r.linkDownSeconds))
+    return 'restarted (its link has not been up since)';
+  return undefined;
 };
