@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../api/generated.ts';
-import { assessHealth } from './health.ts';
+import { assessHealth, masterBehind } from './health.ts';
 import type { Instance } from './probe.ts';
 
 const ip = (ordinal: number) => `10.0.0.${ordinal + 10}`;
@@ -211,6 +211,29 @@ describe('promotion: only a replica that holds the data', () => {
     } as Instance;
     const a = assessHealth(cluster(lost), [fenced, cut(replica(1, 100, 0, { linkDownSeconds: 8 }))], now);
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
+  });
+
+  it('counts only instances of the cluster’s history as ahead of a fenced master', () => {
+    const fenced = {
+      ...replica(0, 100),
+      replication: { ...replica(0, 100).replication!, linkUp: false, masterHost: '127.0.0.1' },
+    } as Instance;
+    // An old volume of another history, far "ahead" by offset: it says nothing about this data.
+    const foreign = replica(1, 900, 0, { replid: 'f'.repeat(40), linkDownSeconds: Number.POSITIVE_INFINITY });
+    const whole = assessHealth(
+      cluster({ master: 'r-0', replication: { id: 'a', offset: 100 } }),
+      [fenced, foreign, cut(replica(2, 100, 0, { linkDownSeconds: 8 }))],
+      now,
+    );
+    expect(whole.failover).toBeUndefined();
+    expect(whole.masterUnreachableSince).toBeUndefined();
+    expect(whole.healthy).toMatchObject({ reason: 'MasterNotServing' });
+    expect(masterBehind([fenced, foreign], fenced, { id: 'a', offset: 100 })).toBeUndefined();
+    // One that continued the history (an earlier id in status.replication.previous) does count.
+    const continued = replica(1, 900, 0, { replid: 'c', replid2: 'b', linkDownSeconds: 8 });
+    expect(masterBehind([fenced, continued], fenced, { id: 'a', offset: 100, previous: ['b'] })?.pod).toBe(
+      'r-1',
+    );
   });
 
   it('after a restart of every instance, promotes a replica of the history that holds more than the fenced master', () => {

@@ -4,7 +4,7 @@ import type { ConditionInput } from '../kube/conditions.ts';
 import { FAILOVER_AFTER_MIN } from './admission.ts';
 import { REDIS_PORT } from './names.ts';
 import type { Instance } from './probe.ts';
-import { type History, promotionCandidates } from './promotion.ts';
+import { type History, historyIds, promotionCandidates } from './promotion.ts';
 
 export type Assessment = {
   healthy: ConditionInput;
@@ -22,13 +22,23 @@ const answers = (i: Instance | undefined) => i?.replication !== undefined && !i.
 
 /**
  * A recorded master that answers as a replica of nothing (it restarted fenced) while another
- * instance holds more of the data: it restarted from an older snapshot, or empty. Reinstating it
- * would wipe the replicas, so it counts as lost, like one that does not answer.
+ * instance of the cluster's replication history (status.replication: its id or an earlier one)
+ * holds more of the data: it restarted from an older snapshot, or empty. Reinstating it would wipe
+ * the replicas, so it counts as lost, like one that does not answer. An instance of another
+ * history (an old volume, a server promoted empty elsewhere) says nothing about this data,
+ * whatever its offset: it makes no master lost. With no history recorded yet, any instance counts.
  */
-export const masterBehind = (instances: readonly Instance[], m: Instance | undefined) => {
+export const masterBehind = (instances: readonly Instance[], m: Instance | undefined, history?: History) => {
   const r = m?.replication;
   if (!m || !answers(m) || r?.role !== 'replica' || r.linkUp) return undefined;
-  return instances.find((i) => i !== m && answers(i) && (i.replication?.offset ?? 0) > Math.max(0, r.offset));
+  const ids = historyIds(history);
+  const ofHistory = (i: Instance) =>
+    ids.length === 0 ||
+    ids.includes(i.replication?.replid ?? '') ||
+    ids.includes(i.replication?.replid2 ?? '');
+  return instances.find(
+    (i) => i !== m && answers(i) && ofHistory(i) && (i.replication?.offset ?? 0) > Math.max(0, r.offset),
+  );
 };
 
 /**
@@ -44,7 +54,7 @@ export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], n
   const desired = rc.spec.replicas ?? 3;
   const m = instances.find((i) => i.pod === masterName);
   const since = rc.status?.failover?.masterUnreachableSince;
-  const ahead = masterBehind(instances, m);
+  const ahead = masterBehind(instances, m, rc.status?.replication);
 
   if (!answers(m) || ahead) {
     const start = since ?? now.toISOString();
