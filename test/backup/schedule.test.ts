@@ -1,0 +1,614 @@
+import { AuthorizationV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backupName } from '../../functions/schedule/names.ts';
+import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
+import type { Backup, BackupSchedule } from '../../shared/api/generated.ts';
+import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { bed, createNamespace, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
+import type { Worker } from '../support/functions.ts';
+import { eventReasons, refusals, startFunction } from '../support/redis.ts';
+
+const SCHEDULE = TIDEWAY_KINDS.BackupSchedule;
+const BACKUP = TIDEWAY_KINDS.Backup;
+const MINUTE = 60_000;
+const SCHEDULED = 'tideway.dev/scheduled-time';
+
+/**
+ * BackupSchedules end to end: the product's watcher (the clock) and schedule function, each as
+ * its own ServiceAccount, per namespace, on the test bed's API server and NATS. No backup function
+ * runs here: the test plays it where a run's Backup must finish, by writing the Backup's status
+ * through the status subresource. Crons fire per minute, so the tests run side by side.
+ */
+describe.concurrent('backup schedules', () => {
+  const b = bed();
+  const workers: Worker[] = [];
+  const namespaces: string[] = [];
+
+  beforeAll(async () => {
+    await installCrds(b.info);
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await Promise.all(namespaces.map((name) => b.core.deleteNamespace({ name }).catch(() => undefined)));
+    // Least privilege is enough: no function was refused anything along the way.
+    expect(refusals(workers)).toEqual([]);
+  });
+
+  /** A namespace with its own watcher and schedule function, which can be stopped and started. */
+  const operator = async (prefix: string, scheduleReplicas = 1) => {
+    const ns = await createNamespace(b.core, prefix);
+    namespaces.push(ns);
+    const live: Record<'watcher' | 'schedule', Worker[]> = { watcher: [], schedule: [] };
+    const start = async (fn: 'watcher' | 'schedule', replicas = 1) => {
+      for (let r = 0; r < replicas; r++) {
+        const env: Record<string, string> =
+          fn === 'watcher' ? { TIDEWAY_WATCHER_ID: `${ns}-${Date.now()}` } : { TIDEWAY_REPLICA: String(r) };
+        const w = await startFunction(b, ns, ns, fn, env);
+        workers.push(w);
+        live[fn].push(w);
+      }
+    };
+    const stop = async (fn: 'watcher' | 'schedule') => {
+      await Promise.all(live[fn].splice(0).map((w) => w.stop()));
+    };
+    await start('watcher');
+    await start('schedule', scheduleReplicas);
+    return { ns, start, stop, ...objects(ns) };
+  };
+
+  /** What a user and (played by the test) the backup function do in one namespace. */
+  const objects = (ns: string) => {
+    const getSchedule = async (name: string) =>
+      (await b.custom.getNamespacedCustomObject({ ...SCHEDULE, namespace: ns, name })) as BackupSchedule;
+    /** Backups not on their way out, of one schedule (by label) or all. */
+    const backups = async (schedule?: string) =>
+      (
+        (await b.custom.listNamespacedCustomObject({
+          ...BACKUP,
+          namespace: ns,
+          ...(schedule ? { labelSelector: `tideway.dev/schedule=${schedule}` } : {}),
+        })) as { items: Backup[] }
+      ).items.filter((x) => !x.metadata.deletionTimestamp);
+    const setStatus = (name: string, status: Record<string, unknown>) =>
+      b.kubectl(
+        'patch',
+        'backups.tideway.dev',
+        name,
+        '-n',
+        ns,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status }),
+      );
+    return {
+      getSchedule,
+      backups,
+      setStatus,
+      /** An object only: nothing reconciles it here, a schedule only needs it to exist. */
+      createCluster: (name: string) =>
+        b.custom.createNamespacedCustomObject({
+          ...TIDEWAY_KINDS.RedisCluster,
+          namespace: ns,
+          body: {
+            apiVersion: 'tideway.dev/v1alpha1',
+            kind: 'RedisCluster',
+            metadata: { name },
+            spec: { version: '7.0', replicas: 1 },
+          },
+        }),
+      createSchedule: async (name: string, spec: Record<string, unknown>) =>
+        (await b.custom.createNamespacedCustomObject({
+          ...SCHEDULE,
+          namespace: ns,
+          body: { apiVersion: 'tideway.dev/v1alpha1', kind: 'BackupSchedule', metadata: { name }, spec },
+        })) as BackupSchedule,
+      patchSchedule: (name: string, spec: Record<string, unknown>) =>
+        b.kubectl(
+          'patch',
+          'backupschedules.tideway.dev',
+          name,
+          '-n',
+          ns,
+          '--type=merge',
+          '-p',
+          JSON.stringify({ spec }),
+        ),
+      /** As the backup function would: each unfinished Backup of `schedule` completes now. */
+      completeAll: async (schedule?: string) => {
+        for (const x of await backups(schedule))
+          if (!x.status?.phase)
+            await setStatus(x.metadata.name, {
+              phase: 'Completed',
+              startedAt: x.metadata.annotations?.[SCHEDULED],
+              completedAt: new Date().toISOString(),
+            });
+      },
+      condition: (s: BackupSchedule, type: string) =>
+        findCondition(s.status?.conditions as Condition[] | undefined, type),
+      reasons: (name: string) => eventReasons(b, ns, name),
+    };
+  };
+
+  const scheduledOf = (x: Backup) => new Date(x.metadata.annotations?.[SCHEDULED] ?? 0);
+  /** Until the clock reads at most `second` seconds past a minute: runs of schedules made now line up. */
+  const earlyInMinute = (second: number) =>
+    until(
+      'early in a minute',
+      async () => (new Date().getUTCSeconds() <= second ? true : undefined),
+      MINUTE,
+      250,
+    );
+
+  it(
+    'a per-minute cron makes one Backup per run, on time; retention prunes as runs finish; suspend stops it',
+    async () => {
+      const o = await operator('sched', 2);
+      await o.createCluster('cache');
+      const s = await o.createSchedule('every-minute', {
+        cluster: { name: 'cache' },
+        schedule: '* * * * *',
+        retention: { keepLast: 2 },
+        template: { source: 'master', deletionPolicy: 'Retain' },
+      });
+
+      const seen = new Map<string, Backup>();
+      await until(
+        'three runs, each finished',
+        async () => {
+          for (const x of await o.backups('every-minute')) seen.set(x.metadata.name, x);
+          await o.completeAll('every-minute');
+          return seen.size >= 3 ? true : undefined;
+        },
+        4.5 * MINUTE,
+        500,
+      );
+      const runs = [...seen.values()].sort((x, y) => scheduledOf(x).getTime() - scheduledOf(y).getTime());
+      runs.forEach((x, i) => {
+        const at = scheduledOf(x);
+        expect(at.getTime() % MINUTE).toBe(0);
+        if (i > 0) expect(at.getTime() - scheduledOf(runs[i - 1]!).getTime()).toBe(MINUTE); // none skipped
+        // On time: made within seconds of the minute it is for.
+        const lateMs = new Date(x.metadata.creationTimestamp ?? 0).getTime() - at.getTime();
+        expect(lateMs).toBeGreaterThanOrEqual(0);
+        expect(lateMs).toBeLessThan(10_000);
+        expect(x.metadata.name).toBe(backupName('every-minute', at));
+        expect(x.metadata.labels).toMatchObject({
+          'tideway.dev/schedule': 'every-minute',
+          'tideway.dev/cluster': 'cache',
+        });
+        expect((x.metadata as { ownerReferences?: unknown }).ownerReferences).toEqual([
+          {
+            apiVersion: 'tideway.dev/v1alpha1',
+            kind: 'BackupSchedule',
+            name: 'every-minute',
+            uid: s.metadata.uid,
+            controller: true,
+          },
+        ]);
+        expect(x.spec).toEqual({ cluster: { name: 'cache' }, source: 'master', deletionPolicy: 'Retain' });
+      });
+
+      // keepLast 2: the first run goes once the third has finished.
+      const [first, second, third] = runs.map((x) => x.metadata.name);
+      const status = await until(
+        'the first run pruned, the status current',
+        async () => {
+          const names = (await o.backups('every-minute')).map((x) => x.metadata.name);
+          const sc = await o.getSchedule('every-minute');
+          return !names.includes(first!) && sc.status?.lastSuccessfulBackup !== first ? sc : undefined;
+        },
+        MINUTE,
+        500,
+      );
+      expect((await o.backups('every-minute')).map((x) => x.metadata.name)).toEqual(
+        expect.arrayContaining([second, third]),
+      );
+      const last = new Date(status.status?.lastScheduleTime ?? 0);
+      expect(status.status).toMatchObject({
+        lastSuccessfulBackup: third,
+        nextScheduleTime: new Date(last.getTime() + MINUTE).toISOString().replace('.000Z', 'Z'),
+        observedGeneration: status.metadata.generation,
+      });
+      expect(status.status?.missedRuns ?? 0).toBe(0);
+      expect(o.condition(status, 'Ready')).toMatchObject({ status: 'True', reason: 'Scheduled' });
+      expect(o.condition(status, 'LastRun')).toMatchObject({ status: 'True', reason: 'BackupCreated' });
+      expect(o.condition(status, 'Retention')).toMatchObject({ status: 'True', reason: 'Applied' });
+      expect(await o.reasons('every-minute')).toEqual(expect.arrayContaining(['BackupCreated', 'Pruned']));
+
+      // Suspended: no run for a whole minute boundary and more; the status says why.
+      await o.patchSchedule('every-minute', { suspend: true });
+      const suspended = await until(
+        'Ready=False Suspended',
+        async () => {
+          const sc = await o.getSchedule('every-minute');
+          return o.condition(sc, 'Ready')?.reason === 'Suspended' ? sc : undefined;
+        },
+        MINUTE,
+      );
+      expect(suspended.status?.nextScheduleTime).toBeUndefined();
+      const before = (await o.backups('every-minute')).map((x) => x.metadata.name).sort();
+      const boundary = Math.ceil(Date.now() / MINUTE) * MINUTE;
+      await until(
+        'past a minute boundary',
+        async () => (Date.now() > boundary + 15_000 ? true : undefined),
+        2 * MINUTE,
+        500,
+      );
+      expect((await o.backups('every-minute')).map((x) => x.metadata.name).sort()).toEqual(before);
+      expect((await o.getSchedule('every-minute')).status?.lastScheduleTime).toBe(
+        suspended.status?.lastScheduleTime,
+      );
+
+      // Resumed: the next run is made, and the suspended minutes are not made up.
+      const resumedAt = Date.now();
+      await o.patchSchedule('every-minute', { suspend: false });
+      const resumed = await until(
+        'a run after resuming',
+        async () => {
+          await o.completeAll('every-minute');
+          return (await o.backups('every-minute')).find((x) => !before.includes(x.metadata.name));
+        },
+        1.5 * MINUTE,
+        500,
+      );
+      expect(scheduledOf(resumed).getTime()).toBeGreaterThan(resumedAt);
+      expect((await o.getSchedule('every-minute')).status?.missedRuns ?? 0).toBe(0);
+    },
+    9 * MINUTE,
+  );
+
+  it(
+    'concurrencyPolicy: Forbid skips a run while the last Backup is unfinished; Replace replaces it',
+    async () => {
+      const o = await operator('sched-conc');
+      await o.createCluster('cache');
+      await earlyInMinute(45); // both schedules' first runs fall in the same minute
+      for (const policy of ['Forbid', 'Replace'])
+        await o.createSchedule(policy.toLowerCase(), {
+          cluster: { name: 'cache' },
+          schedule: '* * * * *',
+          concurrencyPolicy: policy,
+        });
+      // Nothing finishes these Backups: the first run's stays Pending.
+      const firstRun = await until(
+        'the first runs',
+        async () => {
+          const [f, r] = await Promise.all([o.getSchedule('forbid'), o.getSchedule('replace')]);
+          const t = f.status?.lastScheduleTime;
+          return t && t === r.status?.lastScheduleTime ? new Date(t) : undefined;
+        },
+        1.5 * MINUTE,
+        500,
+      );
+      const secondRun = new Date(firstRun.getTime() + MINUTE);
+      const [forbid, replace] = await until(
+        'the second runs',
+        async () => {
+          const both = await Promise.all([o.getSchedule('forbid'), o.getSchedule('replace')]);
+          return both.every(
+            (x) => x.status?.lastScheduleTime === secondRun.toISOString().replace('.000Z', 'Z'),
+          )
+            ? both
+            : undefined;
+        },
+        1.5 * MINUTE,
+        500,
+      );
+
+      expect((await o.backups('forbid')).map((x) => x.metadata.name)).toEqual([
+        backupName('forbid', firstRun),
+      ]);
+      expect(forbid.status?.active).toEqual([backupName('forbid', firstRun)]);
+      expect(o.condition(forbid, 'LastRun')).toMatchObject({ status: 'False', reason: 'SkippedConcurrent' });
+      expect(forbid.status?.missedRuns ?? 0).toBe(0);
+
+      expect((await o.backups('replace')).map((x) => x.metadata.name)).toEqual([
+        backupName('replace', secondRun),
+      ]);
+      expect(replace.status?.active).toEqual([backupName('replace', secondRun)]);
+      expect(o.condition(replace, 'LastRun')).toMatchObject({ status: 'True', reason: 'Replaced' });
+      expect(await o.reasons('forbid')).toContain('SkippedConcurrent');
+      expect(await o.reasons('replace')).toContain('Replaced');
+    },
+    5 * MINUTE,
+  );
+
+  it(
+    'runs missed while the operator was down: the latest is made once within startingDeadlineSeconds, older ones are counted',
+    async () => {
+      // In one namespace the whole operator stops (watcher and function: one tick for the latest
+      // fire comes later, carrying how many came before it); in the other only the function stops
+      // (every fire's tick waits in the stream). Each has a schedule with a long deadline and one
+      // with a short one.
+      const [whole, fnOnly] = await Promise.all([operator('down-all'), operator('down-fn')]);
+      const all = [whole, fnOnly];
+      await Promise.all(all.map((o) => o.createCluster('cache')));
+      await earlyInMinute(40);
+      for (const o of all) {
+        await o.createSchedule('patient', {
+          cluster: { name: 'cache' },
+          schedule: '* * * * *',
+          startingDeadlineSeconds: 300,
+        });
+        await o.createSchedule('strict', {
+          cluster: { name: 'cache' },
+          schedule: '* * * * *',
+          startingDeadlineSeconds: 15,
+        });
+      }
+      const first = await until(
+        'the first run of each schedule',
+        async () => {
+          await Promise.all(all.map((o) => o.completeAll()));
+          const times = await Promise.all(
+            all.flatMap((o) =>
+              ['patient', 'strict'].map(async (n) => (await o.getSchedule(n)).status?.lastScheduleTime),
+            ),
+          );
+          const finished = await Promise.all(
+            all.map(async (o) => (await o.backups()).every((x) => x.status?.phase)),
+          );
+          return times.every((t) => t && t === times[0]) && finished.every(Boolean)
+            ? new Date(times[0]!)
+            : undefined;
+        },
+        1.5 * MINUTE,
+        500,
+      );
+      await Promise.all([whole.stop('watcher'), whole.stop('schedule'), fnOnly.stop('schedule')]);
+
+      // Down across two runs; back 30 s after the second, within 300 s and past 15 s of it.
+      const [missed, latest] = [1, 2].map((n) => new Date(first.getTime() + n * MINUTE));
+      const back = latest!.getTime() + 30_000;
+      await until(
+        '30 s past the second missed run',
+        async () => (Date.now() >= back ? true : undefined),
+        3 * MINUTE,
+        500,
+      );
+      await Promise.all([whole.start('watcher'), whole.start('schedule'), fnOnly.start('schedule')]);
+
+      const rfc = (t: Date) => t.toISOString().replace('.000Z', 'Z');
+      for (const o of all) {
+        const [patient, strict] = await until(
+          `${o.ns}: the latest run handled`,
+          async () => {
+            const both = await Promise.all([o.getSchedule('patient'), o.getSchedule('strict')]);
+            return both.every(
+              (x) => x.status?.lastScheduleTime && new Date(x.status.lastScheduleTime) >= latest!,
+            )
+              ? both
+              : undefined;
+          },
+          MINUTE,
+          500,
+        );
+        const names = (await o.backups()).map((x) => x.metadata.name);
+        // The long deadline: the latest run made once, the one before it counted.
+        expect(names).toContain(backupName('patient', latest!));
+        expect(names).not.toContain(backupName('patient', missed!));
+        expect(patient.status?.missedRuns).toBe(1);
+        expect(o.condition(patient, 'LastRun')).toMatchObject({ status: 'True', reason: 'BackupCreated' });
+        expect(o.condition(patient, 'LastRun')?.message).toContain('1 earlier run(s) were missed');
+        // The short deadline: both skipped and counted.
+        expect(names).not.toContain(backupName('strict', missed!));
+        expect(names).not.toContain(backupName('strict', latest!));
+        expect(strict.status).toMatchObject({ lastScheduleTime: rfc(latest!), missedRuns: 2 });
+        expect(o.condition(strict, 'LastRun')).toMatchObject({ status: 'False', reason: 'MissedDeadline' });
+        expect(await o.reasons('strict')).toContain('MissedDeadline');
+      }
+      // Where the ticks waited in the stream, the older one was superseded by the latest.
+      expect(await fnOnly.reasons('strict')).toContain('Superseded');
+      expect(await fnOnly.reasons('patient')).toContain('Superseded');
+    },
+    8 * MINUTE,
+  );
+
+  it(
+    'retention prunes only Completed (and surplus Failed) Backups of the schedule, by its policy in its time zone, never the newest',
+    async () => {
+      const o = await operator('sched-ret');
+      // Yearly, so no run happens here; the Backups below are made by the test for a cluster that
+      // does not exist, so no backup function would start them either.
+      const s = await o.createSchedule('keep', {
+        cluster: { name: 'gone' },
+        schedule: '0 0 1 1 *',
+        timeZone: 'Asia/Tokyo',
+      });
+      const owner = {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'BackupSchedule',
+        name: 'keep',
+        uid: s.metadata.uid,
+        controller: true,
+      };
+      const fixture = async (name: string, phase: string, startedAt: string, owned = true) => {
+        await b.custom.createNamespacedCustomObject({
+          ...BACKUP,
+          namespace: o.ns,
+          body: {
+            apiVersion: 'tideway.dev/v1alpha1',
+            kind: 'Backup',
+            metadata: {
+              name,
+              labels: { 'tideway.dev/schedule': 'keep', 'tideway.dev/cluster': 'gone' },
+              ...(owned ? { ownerReferences: [owner] } : {}),
+            },
+            spec: { cluster: { name: 'gone' } },
+          },
+        });
+        await o.setStatus(name, {
+          phase,
+          startedAt,
+          ...(phase === 'Completed' || phase === 'Failed' ? { completedAt: startedAt } : {}),
+        });
+      };
+      // Tokyo is UTC+9: c4 is 10 January there, 9 January in UTC.
+      await fixture('c1', 'Completed', '2026-01-08T12:00:00Z');
+      await fixture('c2', 'Completed', '2026-01-09T10:00:00Z');
+      await fixture('c3', 'Completed', '2026-01-09T14:30:00Z');
+      await fixture('c4', 'Completed', '2026-01-09T15:30:00Z');
+      await fixture('c5', 'Completed', '2026-01-10T01:00:00Z');
+      for (const d of [1, 2, 3, 4, 5]) await fixture(`f${d}`, 'Failed', `2026-01-0${d}T00:00:00Z`);
+      await fixture('p', 'Pending', '2025-01-01T00:00:00Z');
+      await fixture('r', 'Running', '2025-01-02T00:00:00Z');
+      // Labelled alike but not the schedule's: never counted, never deleted.
+      await fixture('forged', 'Completed', '2025-06-01T00:00:00Z', false);
+
+      const left = (expected: string[]) =>
+        until(
+          `only ${expected.join(', ')} left`,
+          async () => {
+            const names = (await o.backups()).map((x) => x.metadata.name).sort();
+            return JSON.stringify(names) === JSON.stringify([...expected].sort()) ? names : undefined;
+          },
+          MINUTE,
+          500,
+        );
+
+      // No policy: every Completed one stays; of the Failed, the newest three.
+      await o.patchSchedule('keep', { retention: {} });
+      await left(['c1', 'c2', 'c3', 'c4', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged']);
+
+      // keepLast 1 and keepDaily 2, in Tokyo's days: c5 (newest, 10 Jan) and c3 (newest of 9 Jan).
+      // In UTC keepDaily would have kept c4 instead.
+      await o.patchSchedule('keep', { retention: { keepLast: 1, keepDaily: 2 } });
+      await left(['c3', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged']);
+
+      // maxAge: all are older than an hour, but the newest Completed stays; Pending and Running too.
+      await o.patchSchedule('keep', { retention: { maxAge: '1h' } });
+      await left(['c5', 'p', 'r', 'forged']);
+      const status = await until(
+        'the status after pruning',
+        async () => {
+          const sc = await o.getSchedule('keep');
+          return sc.status?.observedGeneration === sc.metadata.generation ? sc : undefined;
+        },
+        MINUTE,
+      );
+      expect(status.status).toMatchObject({ lastSuccessfulBackup: 'c5', active: ['p', 'r'] });
+      expect(o.condition(status, 'Retention')).toMatchObject({ status: 'True', reason: 'Applied' });
+      // The schedule's cluster does not exist: that is what Ready says (retention still runs).
+      expect(o.condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'ClusterNotFound' });
+      expect((await o.reasons('keep')).filter((r) => r === 'Pruned')).toHaveLength(9);
+    },
+    5 * MINUTE,
+  );
+
+  it(
+    'bad input gets a reason that names the fix: unknown cluster, unknown time zone, a name taken',
+    async () => {
+      const o = await operator('sched-bad');
+      await o.createCluster('cache');
+      await earlyInMinute(45);
+      // Someone else's Backups carry the names of the next two runs of `taken`.
+      const next = Math.ceil(Date.now() / MINUTE) * MINUTE;
+      for (const t of [next, next + MINUTE])
+        await b.custom.createNamespacedCustomObject({
+          ...BACKUP,
+          namespace: o.ns,
+          body: {
+            apiVersion: 'tideway.dev/v1alpha1',
+            kind: 'Backup',
+            metadata: { name: backupName('taken', new Date(t)) },
+            spec: { cluster: { name: 'cache' } },
+          },
+        });
+      await o.createSchedule('taken', { cluster: { name: 'cache' }, schedule: '* * * * *' });
+      await o.createSchedule('orphan', { cluster: { name: 'nope' }, schedule: '* * * * *' });
+      await o.createSchedule('mars', {
+        cluster: { name: 'cache' },
+        schedule: '@daily',
+        timeZone: 'Mars/Olympus',
+      });
+
+      const mars = await until('mars Ready=False', async () => {
+        const sc = await o.getSchedule('mars');
+        return o.condition(sc, 'Ready') ? sc : undefined;
+      });
+      expect(o.condition(mars, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidTimeZone' });
+      expect(o.condition(mars, 'Ready')?.message).toContain('spec.timeZone "Mars/Olympus"');
+      expect(mars.status?.nextScheduleTime).toBeUndefined();
+
+      const [taken, orphan] = await until(
+        'a run of each',
+        async () => {
+          const both = await Promise.all([o.getSchedule('taken'), o.getSchedule('orphan')]);
+          return both.every((x) => x.status?.lastScheduleTime) ? both : undefined;
+        },
+        1.5 * MINUTE,
+        500,
+      );
+      expect(o.condition(taken, 'LastRun')).toMatchObject({ status: 'False', reason: 'NameTaken' });
+      expect(o.condition(taken, 'LastRun')?.message).toContain('is not this schedule');
+      // The other Backups are left as they were: no owner added, none deleted.
+      const foreign = await o.backups();
+      expect(foreign).toHaveLength(2);
+      for (const x of foreign)
+        expect((x.metadata as { ownerReferences?: unknown }).ownerReferences).toBeUndefined();
+
+      expect(o.condition(orphan, 'LastRun')).toMatchObject({ status: 'False', reason: 'ClusterNotFound' });
+      expect(o.condition(orphan, 'Ready')).toMatchObject({ status: 'False', reason: 'ClusterNotFound' });
+      expect(o.condition(orphan, 'Ready')?.message).toContain('spec.cluster.name');
+      expect(await o.backups('orphan')).toEqual([]);
+    },
+    4 * MINUTE,
+  );
+
+  it('the schedule function may make, list and delete Backups and write schedule status, and nothing more', async () => {
+    const authz = b.kc.makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, resource: string, subresource?: string, group = 'tideway.dev') =>
+      (
+        await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: `system:serviceaccount:${SYSTEM_NAMESPACE}:tideway-schedule`,
+              groups: [
+                'system:serviceaccounts',
+                `system:serviceaccounts:${SYSTEM_NAMESPACE}`,
+                'system:authenticated',
+              ],
+              resourceAttributes: { verb, group, resource, subresource, namespace: 'anywhere' },
+            },
+          },
+        })
+      ).status?.allowed === true;
+    const asks = {
+      allowed: [
+        ['create', 'backups'],
+        ['delete', 'backups'],
+        ['list', 'backups'],
+        ['get', 'backupschedules'],
+        ['update', 'backupschedules', 'status'],
+        ['get', 'redisclusters'],
+        ['create', 'events', undefined, 'events.k8s.io'],
+      ],
+      denied: [
+        ['update', 'backups'],
+        ['patch', 'backups'],
+        ['update', 'backups', 'status'],
+        ['patch', 'backupschedules'],
+        ['delete', 'backupschedules'],
+        ['patch', 'backupschedules', 'status'],
+        ['update', 'redisclusters', 'status'],
+        ['delete', 'redisclusters'],
+        ['get', 'secrets', undefined, ''],
+        ['list', 'pods', undefined, ''],
+      ],
+    } as const;
+    for (const [expected, list] of [
+      [true, asks.allowed],
+      [false, asks.denied],
+    ] as const)
+      for (const [verb, resource, sub, group] of list)
+        expect({ verb, resource, sub, allowed: await can(verb, resource, sub, group) }).toEqual({
+          verb,
+          resource,
+          sub,
+          allowed: expected,
+        });
+  });
+});
