@@ -1,9 +1,14 @@
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
+import { serviceAccountOf, writeFunctionKubeconfig } from '../../infra/rbac/credentials.ts';
+import { statusOf } from '../../shared/kube/errors.ts';
 import { parseInfo, parseReplication } from '../../shared/redis/info.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
+  eventReasons,
   ipOf,
   missingKeys,
   redisAt,
@@ -123,6 +128,133 @@ describe('redis failover fencing', () => {
     await b.faults.releasePod(ns, 'restart-0');
     expect((await rdc.ready('restart', 90_000)).status?.master).toBe('restart-0');
     for (const p of await rdc.pods('restart'))
+      expect(await missingKeys(ipOf(p), pw, keys), `${p.metadata?.name} lost keys`).toEqual([]);
+  });
+
+  it('does not promote while the API server refuses to take the old master off the master Service (FencingFailed); does once it accepts', async () => {
+    workers = await startRedisFunctions(b, ns, 'fencing-unlabel', { replicas: { reconcile: 1, health: 1 } });
+    await rdc.apply('unlabel', { version: '7.0', replicas: 2, failover: { after: '3s' } });
+    await rdc.ready('unlabel');
+    const pw = await rdc.password('unlabel');
+    const keys = await writeKeys('unlabel', pw, 100);
+
+    // A real refusal: an admission policy that denies health's ServiceAccount any change of the
+    // master's pod (reconcile's own label changes still pass).
+    const policy = `fencing-${ns}`;
+    const health = `system:serviceaccount:${SYSTEM_NAMESPACE}:${serviceAccountOf('health')}`;
+    const manifest = [
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: policy },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [
+              { apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] },
+            ],
+          },
+          matchConditions: [{ name: 'health', expression: `request.userInfo.username == '${health}'` }],
+          validations: [
+            {
+              expression: "object.metadata.name != 'unlabel-0'",
+              message: 'the test keeps health from changing pod unlabel-0',
+              reason: 'Invalid',
+            },
+          ],
+        },
+      },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: policy },
+        spec: {
+          policyName: policy,
+          validationActions: ['Deny'],
+          matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
+        },
+      },
+    ];
+    await b.kubectlIn(
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: manifest }),
+      'apply',
+      '-f',
+      '-',
+    );
+    const removePolicy = () =>
+      b.kubectl(
+        'delete',
+        '--ignore-not-found',
+        `validatingadmissionpolicybinding/${policy}`,
+        `validatingadmissionpolicy/${policy}`,
+      );
+    try {
+      // In force once health's own (no-op) patch of the pod is refused.
+      const admin = new KubeConfig();
+      admin.loadFromFile(b.info.kubeconfig);
+      const asHealth = new KubeConfig();
+      asHealth.loadFromFile(
+        await writeFunctionKubeconfig({ admin, fn: 'health', dir: `${b.info.dir}/fencing-policy` }),
+      );
+      const core = asHealth.makeApiClient(CoreV1Api);
+      await until(
+        'the policy refuses health',
+        async () => {
+          const code = await core
+            .patchNamespacedPod(
+              { namespace: ns, name: 'unlabel-0', body: { metadata: { labels: {} } } },
+              setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+            )
+            .then(
+              () => 200,
+              (e: unknown) => statusOf(e),
+            );
+          return code === 422 ? true : undefined;
+        },
+        30_000,
+        250,
+      );
+
+      await b.faults.holdDownPod(ns, 'unlabel-0');
+      const refused = await until(
+        'Healthy=False FencingFailed',
+        async () => {
+          const c = await condition('unlabel', 'Healthy');
+          return c?.reason === 'FencingFailed' ? c : undefined;
+        },
+        30_000,
+        250,
+      );
+      expect(refused.status).toBe('False');
+      expect(refused.message).toContain('could not take unlabel-0 off the master Service');
+      expect(refused.message).toContain('the test keeps health from changing pod unlabel-0');
+      // Well past failover.after, health keeps trying and keeps refusing to promote.
+      await sleep(6000);
+      const rc = await rdc.get('unlabel');
+      expect(rc.status?.master).toBe('unlabel-0');
+      expect(rc.status?.failover?.count ?? 0).toBe(0);
+      expect((await condition('unlabel', 'Healthy'))?.reason).toBe('FencingFailed');
+      expect(parseReplication(await info(await podIp('unlabel', 'unlabel-1'), pw)).role).toBe('replica');
+      expect(await eventReasons(b, ns, 'unlabel')).not.toContain('Failover');
+    } finally {
+      await removePolicy();
+    }
+
+    // The API server accepts again: the failover goes ahead.
+    const after = await until(
+      'failover once the policy is gone',
+      async () => {
+        const rc = await rdc.get('unlabel');
+        return rc.status?.master === 'unlabel-1' ? rc : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(after.status?.failover?.last).toMatchObject({ from: 'unlabel-0', to: 'unlabel-1' });
+    expect(parseReplication(await info(await podIp('unlabel', 'unlabel-1'), pw)).role).toBe('master');
+    await b.faults.releasePod(ns, 'unlabel-0');
+    expect((await rdc.ready('unlabel', 90_000)).status?.master).toBe('unlabel-1');
+    for (const p of await rdc.pods('unlabel'))
       expect(await missingKeys(ipOf(p), pw, keys), `${p.metadata?.name} lost keys`).toEqual([]);
   });
 });
