@@ -12,6 +12,7 @@ import { observe } from '../../shared/rediscluster/observed.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
 import { recordHistory } from '../../shared/rediscluster/promotion.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { backupFreshness } from './freshness.ts';
 
 /** Probes answer within this, or count as unreachable: a tick must not wait on a dead host. */
 const PROBE_TIMEOUT_MS = 1000;
@@ -80,12 +81,13 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         message: `master ${a.failover.from} was ${a.failover.reason === 'MasterBehind' ? 'behind a replica' : 'unreachable'} for ${rc.spec.failover?.after ?? '5s'}; ${a.failover.to} promoted`,
       }
     : a.healthy;
+  const fresh = await backupFreshness(ctx, rc, now);
   await writeStatus((s) => {
     // Never write over a master someone else recorded meanwhile (a switchover by reconcile).
     if ((s.master ?? undefined) !== master) return undefined;
     ctx.fence();
     let conditions = s.conditions as Condition[] | undefined;
-    for (const c of [...o.conditions, healthy])
+    for (const c of [...o.conditions, healthy, ...(fresh.condition ? [fresh.condition] : [])])
       conditions = setCondition(conditions, c, rc.metadata.generation);
     const { conditions: _c, ...rest } = o;
     const { failover: previous, ...others } = s;
@@ -98,6 +100,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       conditions,
       ...(history ? { replication: recordHistory(s.replication, history) } : {}),
       ...(Object.keys(failover).length ? { failover } : {}),
+      ...(fresh.lastBackup ? { lastBackup: fresh.lastBackup } : {}),
     };
   });
   if (a.failover) return retryAfter(1000, 'FailedOver'); // see the new topology settle

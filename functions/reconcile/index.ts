@@ -8,7 +8,7 @@ import { specProblems } from '../../shared/rediscluster/admission.ts';
 import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
-import { labelPod, listPods, readAuth } from '../../shared/rediscluster/kube.ts';
+import { labelPod, listClusterPods, listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
@@ -110,7 +110,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const { sts } = applied;
   const stsReplicas = sts.spec?.replicas ?? desired;
 
-  const pods = await listPods(ctx.kube, rc, sts.metadata?.uid);
+  const { pods, foreign } = await listClusterPods(ctx.kube, rc, sts.metadata?.uid);
   const passwords = passwordsOf(auth);
   const instances = await probeInstances(rc.metadata.name, pods, passwords, undefined, { inspectAuth: true });
   const rotation = await rollPassword({ ctx, rc, auth, instances, recorder, regarding });
@@ -160,7 +160,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   // At most one disruptive step per run, and only from a cluster in sync.
   let step: RolloutStep = { kind: 'none' };
-  let progress = plan.blocked.length
+  let progress: { status?: 'True' | 'False'; reason: string; message: string } = plan.blocked.length
     ? { reason: 'TopologyBlocked', message: plan.blocked.join('; ') }
     : rotation.waiting
       ? { reason: 'RotatingPassword', message: rotation.waiting }
@@ -177,6 +177,14 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     step = planRollout({ sts, pods, instances: after, master: plan.master, desired, inSync });
     if (step.kind !== 'none') progress = { reason: 'RollingUpdate', message: step.why };
   }
+
+  if (foreign.length > 0)
+    // Not Tideway's to touch, but the cluster's Services send them traffic: say so.
+    progress = {
+      status: 'False',
+      reason: 'ForeignPods',
+      message: `pods ${foreign.map((p) => p.metadata?.name).join(', ')} carry this cluster's labels but are not its StatefulSet's; the cluster's Services send them traffic. Remove their labels or the pods`,
+    };
 
   await writeOwnStatus((s) => {
     let conditions = s.conditions as Condition[] | undefined;
@@ -234,5 +242,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
   if (plan.blocked.length > 0) return retryAfter(2000, 'TopologyBlocked');
   if (rotation.waiting) return retryAfter(2000, 'RotatingPassword');
+  // Their labels may go without an event that names this cluster: look again now and then.
+  if (foreign.length > 0) return retryAfter(30_000, 'ForeignPods');
   return converged && o.phase === 'Ready' ? done : retryAfter(1000, 'Converging');
 };

@@ -16,30 +16,37 @@ import { generatedAuthSecretFor } from './desired.ts';
 import { LABEL, namesOf, type Role, selectorLabels } from './names.ts';
 
 /**
- * The cluster's pods, as its StatefulSet made them: labels alone are not proof (anyone can label
- * a pod), the controller reference to the StatefulSet is; with `statefulSetUid`, to that very one.
+ * The pods that carry the cluster's labels, split into the cluster's own — as its StatefulSet made
+ * them: labels alone are not proof (anyone can label a pod), the controller reference to the
+ * StatefulSet is; with `statefulSetUid`, to that very one — and the others, which the cluster's
+ * Services select all the same.
  */
-export const listPods = async (
+export const listClusterPods = async (
   kc: KubeConfig,
   rc: RedisCluster,
   statefulSetUid?: string,
-): Promise<V1Pod[]> => {
+): Promise<{ pods: V1Pod[]; foreign: V1Pod[] }> => {
   const n = namesOf(rc);
   const selector = Object.entries(selectorLabels(n.name))
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  return (
+  const all = (
     await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: n.namespace, labelSelector: selector })
-  ).items.filter((p) =>
+  ).items;
+  const ours = (p: V1Pod) =>
     (p.metadata?.ownerReferences ?? []).some(
       (r) =>
         r.controller === true &&
         r.kind === 'StatefulSet' &&
         r.name === n.statefulSet &&
         (statefulSetUid === undefined || r.uid === statefulSetUid),
-    ),
-  );
+    );
+  return { pods: all.filter(ours), foreign: all.filter((p) => !ours(p)) };
 };
+
+/** The cluster's own pods (listClusterPods). */
+export const listPods = async (kc: KubeConfig, rc: RedisCluster, statefulSetUid?: string): Promise<V1Pod[]> =>
+  (await listClusterPods(kc, rc, statefulSetUid)).pods;
 
 /**
  * The cluster's password, from its Secret (key `password`). A generated Secret is created on

@@ -310,6 +310,74 @@ describe('redis safety', () => {
     expect(stsLast.metadata?.deletionTimestamp).toBeUndefined();
   });
 
+  it("reports a foreign pod that carries the cluster's labels, and neither uses nor touches it", async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-stranger', { replicas: { reconcile: 1, health: 1 } });
+    await rdc.apply('stranger', { version: '7.0', replicas: 1 });
+    await rdc.ready('stranger');
+    // Someone's pods with the labels the cluster's Services select, the master's role included.
+    // Under another controller: an orphan with the StatefulSet's labels would be adopted (and,
+    // beyond its size, deleted) by the StatefulSet controller itself.
+    const labels = {
+      'app.kubernetes.io/name': 'redis',
+      'app.kubernetes.io/instance': 'stranger',
+      'app.kubernetes.io/managed-by': 'tideway',
+      'tideway.dev/role': 'master',
+    };
+    await b.apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'impostor' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'redis', image: 'redis:7.0' }] } },
+        },
+      },
+    });
+    const impostor = await until(
+      'the impostor pod',
+      async () =>
+        (
+          await b.core.listNamespacedPod({
+            namespace: ns,
+            labelSelector: 'app.kubernetes.io/instance=stranger',
+          })
+        ).items
+          .map((p) => p.metadata?.name ?? '')
+          .find((n) => n.startsWith('impostor-')),
+      30_000,
+      250,
+    );
+    const c = await until(
+      'Reconciled=False ForeignPods',
+      async () => {
+        const r = await condition('stranger', 'Reconciled');
+        return r?.reason === 'ForeignPods' ? r : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(c.status).toBe('False');
+    expect(c.message).toContain(impostor);
+    const rc = await rdc.get('stranger');
+    expect(rc.status?.master).toBe('stranger-0');
+    expect((rc.status?.nodes ?? []).map((n) => n.pod)).toEqual(['stranger-0']);
+    const pod = await b.core.readNamespacedPod({ namespace: ns, name: impostor });
+    expect(pod.metadata?.labels).toMatchObject(labels);
+
+    await b.apps.deleteNamespacedDeployment({
+      namespace: ns,
+      name: 'impostor',
+      propagationPolicy: 'Foreground',
+    });
+    await until(
+      'Reconciled=True once it is gone',
+      async () => ((await condition('stranger', 'Reconciled'))?.status === 'True' ? true : undefined),
+      60_000,
+      250,
+    );
+  });
+
   it("reports the API server's refusal of an owned object at once, and starts no pod", async () => {
     workers = await startRedisFunctions(b, ns, 'safety-refused', { replicas: { reconcile: 1, health: 1 } });
     // Admission cannot know every rule of the objects Tideway makes: a node selector key that is

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import type { Backup, RedisCluster } from '../api/generated.ts';
+import { freshness, lastBackupOf } from './freshness.ts';
+
+const rc = (maxBackupAge?: string, created = '2026-11-01T00:00:00Z') =>
+  ({
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'RedisCluster',
+    metadata: { name: 'cache', namespace: 'ns', creationTimestamp: created },
+    spec: maxBackupAge ? { backup: { maxBackupAge } } : {},
+  }) as unknown as RedisCluster;
+const backup = (name: string, cluster: string, phase: string, completedAt?: string) =>
+  ({
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'Backup',
+    metadata: { name },
+    spec: { cluster: { name: cluster } },
+    status: { phase, ...(completedAt ? { completedAt } : {}) },
+  }) as Backup;
+
+const now = new Date('2026-11-23T12:00:00Z');
+
+describe('backup freshness', () => {
+  it('takes the newest Completed backup of this cluster only, by completion time', () => {
+    const list = [
+      backup('old', 'cache', 'Completed', '2026-11-22T00:00:00Z'),
+      backup('newest-failed', 'cache', 'Failed', '2026-11-23T11:00:00Z'),
+      backup('other-cluster', 'sessions', 'Completed', '2026-11-23T11:30:00Z'),
+      backup('new', 'cache', 'Completed', '2026-11-23T10:00:00Z'),
+      backup('running', 'cache', 'Running'),
+    ];
+    expect(lastBackupOf('cache', list)).toEqual({ name: 'new', completedAt: '2026-11-23T10:00:00Z' });
+  });
+
+  it('is stale once the newest backup is older than maxBackupAge, fresh before', () => {
+    const list = [backup('b', 'cache', 'Completed', '2026-11-22T09:00:00Z')]; // 27 h ago
+    expect(freshness(rc('26h'), list, now).condition).toMatchObject({ status: 'True', reason: 'TooOld' });
+    expect(freshness(rc('28h'), list, now).condition).toMatchObject({ status: 'False', reason: 'Fresh' });
+    expect(freshness(rc('26h'), list, now).ageSeconds).toBe(27 * 3600);
+  });
+
+  it('gives a new cluster maxBackupAge for its first backup, then calls it stale', () => {
+    expect(freshness(rc('1h', '2026-11-23T11:30:00Z'), [], now).condition).toMatchObject({
+      status: 'False',
+      reason: 'FirstBackupDue',
+    });
+    expect(freshness(rc('1h', '2026-11-23T10:30:00Z'), [], now).condition).toMatchObject({
+      status: 'True',
+      reason: 'NoBackup',
+    });
+  });
+
+  it('sets no condition without a target, but still reports the last backup', () => {
+    const f = freshness(rc(), [backup('b', 'cache', 'Completed', '2026-11-23T11:00:00Z')], now);
+    expect(f.condition).toBeUndefined();
+    expect(f.lastBackup?.name).toBe('b');
+  });
+});

@@ -1,0 +1,76 @@
+import { parseDuration } from '../api/duration.ts';
+import type { Backup, RedisCluster } from '../api/generated.ts';
+import type { ConditionInput } from '../kube/conditions.ts';
+
+type LastBackup = { name: string; completedAt: string };
+
+/** The newest Completed Backup of the cluster, by completion time. */
+export const lastBackupOf = (clusterName: string, backups: readonly Backup[]): LastBackup | undefined => {
+  let last: LastBackup | undefined;
+  for (const b of backups) {
+    const at = b.status?.completedAt;
+    if (b.spec.cluster.name !== clusterName || b.status?.phase !== 'Completed' || !at) continue;
+    if (!last || Date.parse(at) > Date.parse(last.completedAt))
+      last = { name: b.metadata.name ?? '', completedAt: at };
+  }
+  return last;
+};
+
+/**
+ * status.lastBackup, and the BackupStale condition when spec.backup.maxBackupAge is set: stale
+ * when the newest Completed backup is older than that, or there is none and the cluster itself is
+ * older than that (a new cluster has that long to get its first one).
+ */
+export const freshness = (
+  rc: RedisCluster,
+  backups: readonly Backup[],
+  now: Date,
+): { lastBackup?: LastBackup; ageSeconds?: number; condition?: ConditionInput } => {
+  const lastBackup = lastBackupOf(rc.metadata.name ?? '', backups);
+  const ageSeconds = lastBackup
+    ? Math.max(0, (now.getTime() - Date.parse(lastBackup.completedAt)) / 1000)
+    : undefined;
+  const target = rc.spec.backup?.maxBackupAge;
+  const found = {
+    ...(lastBackup ? { lastBackup } : {}),
+    ...(ageSeconds === undefined ? {} : { ageSeconds }),
+  };
+  if (!target) return found;
+  const maxSeconds = parseDuration(target) / 1000;
+  if (lastBackup && ageSeconds !== undefined) {
+    const stale = ageSeconds > maxSeconds;
+    return {
+      ...found,
+      condition: {
+        type: 'BackupStale',
+        status: stale ? 'True' : 'False',
+        reason: stale ? 'TooOld' : 'Fresh',
+        message: `the newest completed backup, ${lastBackup.name}, finished ${Math.round(ageSeconds)}s ago; maxBackupAge is ${target}`,
+      },
+    };
+  }
+  const created = Date.parse(String(rc.metadata.creationTimestamp ?? now.toISOString()));
+  const stale = (now.getTime() - created) / 1000 > maxSeconds;
+  return {
+    ...found,
+    condition: {
+      type: 'BackupStale',
+      status: stale ? 'True' : 'False',
+      reason: stale ? 'NoBackup' : 'FirstBackupDue',
+      message: stale
+        ? `no completed backup of this cluster, which is older than maxBackupAge ${target}: create a Backup or a BackupSchedule`
+        : `no completed backup yet; the first is due within maxBackupAge ${target} of the cluster's creation`,
+    },
+  };
+};
+
+/** When the cluster's Backups cannot be read: say so rather than guess. */
+export const freshnessUnknown = (rc: RedisCluster, why: string): ConditionInput | undefined =>
+  rc.spec.backup?.maxBackupAge
+    ? {
+        type: 'BackupStale',
+        status: 'Unknown',
+        reason: 'BackupsUnreadable',
+        message: `cannot list Backups: ${why}`,
+      }
+    : undefined;
