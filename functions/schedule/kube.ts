@@ -1,0 +1,176 @@
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  type Backup,
+  type BackupSchedule,
+  BackupScheduleResource,
+  zBackup,
+  zBackupSchedule,
+} from '../../shared/api/generated.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../../shared/kube/errors.ts';
+import { controlledBy } from '../../shared/kube/ownership.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { updateStatus } from '../../shared/kube/status.ts';
+import { done, type Outcome, terminal } from '../../shared/runtime/handler.ts';
+import {
+  backupName,
+  CLUSTER_LABEL,
+  labelValue,
+  rfc3339,
+  SCHEDULE_LABEL,
+  SCHEDULED_TIME_ANNOTATION,
+} from './names.ts';
+
+const BACKUP = TIDEWAY_KINDS.Backup;
+const SCHEDULE = TIDEWAY_KINDS.BackupSchedule;
+type Status = NonNullable<BackupSchedule['status']>;
+type Key = { namespace: string; name: string };
+type Owned = Parameters<typeof controlledBy>[0];
+
+export type LoadedSchedule = {
+  schedule: BackupSchedule;
+  key: Key;
+  /** Read-modify-write of the status (compare-and-set on resourceVersion); undefined writes nothing. */
+  writeStatus: (mutate: (s: Status) => Status | undefined) => Promise<BackupSchedule | undefined>;
+};
+
+/** The BackupSchedule, freshly read and validated, or the outcome when there is none to act on. */
+export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSchedule | Outcome> => {
+  const custom = kube.makeApiClient(CustomObjectsApi);
+  let raw: unknown;
+  try {
+    raw = await custom.getNamespacedCustomObject({ ...SCHEDULE, ...key });
+  } catch (error) {
+    if (isNotFound(error)) return done; // gone: its Backups go with it (owner references)
+    throw error;
+  }
+  const parsed = zBackupSchedule.safeParse(raw);
+  if (!parsed.success)
+    return terminal(
+      'InvalidSpec',
+      parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+    );
+  return {
+    schedule: parsed.data,
+    key,
+    writeStatus: (mutate) =>
+      updateStatus<BackupSchedule>(custom, SCHEDULE, key, (o) => {
+        const next = mutate({ ...(o.status ?? {}) });
+        return next === undefined || JSON.stringify(next) === JSON.stringify(o.status ?? {})
+          ? undefined
+          : next;
+      }),
+  };
+};
+
+export const isLoaded = (x: LoadedSchedule | Outcome): x is LoadedSchedule => 'schedule' in x;
+
+/**
+ * The schedule's Backups: selected by label, and only those it controls (a Backup someone else
+ * made, labelled alike, is never counted, replaced or pruned).
+ */
+export const listScheduleBackups = async (kube: KubeConfig, s: BackupSchedule): Promise<Backup[]> => {
+  const list = (await kube.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
+    ...BACKUP,
+    namespace: s.metadata.namespace ?? '',
+    labelSelector: `${SCHEDULE_LABEL}=${labelValue(s.metadata.name)}`,
+  })) as { items?: unknown[] };
+  return (list.items ?? []).flatMap((item) => {
+    const b = zBackup.safeParse(item);
+    return b.success && controlledBy(item as Owned, s.metadata.uid ?? '') ? [b.data] : [];
+  });
+};
+
+export const clusterExists = async (kube: KubeConfig, namespace: string, name: string) => {
+  try {
+    await kube
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ ...TIDEWAY_KINDS.RedisCluster, namespace, name });
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+};
+
+/** The Backup of the run at `at`: the template, the cluster, owned by and labelled for the schedule. */
+export const desiredBackup = (s: BackupSchedule, at: Date) => ({
+  apiVersion: `${BACKUP.group}/${BACKUP.version}`,
+  kind: BACKUP.kind,
+  metadata: {
+    name: backupName(s.metadata.name, at),
+    namespace: s.metadata.namespace,
+    labels: {
+      [SCHEDULE_LABEL]: labelValue(s.metadata.name),
+      [CLUSTER_LABEL]: labelValue(s.spec.cluster.name),
+    },
+    annotations: { [SCHEDULED_TIME_ANNOTATION]: rfc3339(at) },
+    ownerReferences: [
+      {
+        apiVersion: `${BackupScheduleResource.group}/${BackupScheduleResource.version}`,
+        kind: BackupScheduleResource.kind,
+        name: s.metadata.name,
+        uid: s.metadata.uid ?? '',
+        controller: true,
+      },
+    ],
+  },
+  spec: { ...(s.spec.template ?? {}), cluster: { name: s.spec.cluster.name } },
+});
+
+/**
+ * Creates the run's Backup. `exists` when it was there already and is the schedule's (made by an
+ * earlier delivery of the same tick); `foreign` when that name belongs to someone else.
+ */
+export const createBackup = async (
+  kube: KubeConfig,
+  s: BackupSchedule,
+  at: Date,
+): Promise<'created' | 'exists' | 'foreign'> => {
+  const custom = kube.makeApiClient(CustomObjectsApi);
+  const body = desiredBackup(s, at);
+  try {
+    await custom.createNamespacedCustomObject({ ...BACKUP, namespace: body.metadata.namespace ?? '', body });
+    return 'created';
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  }
+  const existing = await custom.getNamespacedCustomObject({
+    ...BACKUP,
+    namespace: body.metadata.namespace ?? '',
+    name: body.metadata.name,
+  });
+  return controlledBy(existing as Owned, s.metadata.uid ?? '') ? 'exists' : 'foreign';
+};
+
+/**
+ * Deletes that very Backup (uid precondition): never one made anew under its name meanwhile.
+ * False when it was gone already (another run deleted it first).
+ */
+export const deleteBackup = async (kube: KubeConfig, namespace: string, name: string, uid: string) => {
+  try {
+    await kube.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({
+      ...BACKUP,
+      namespace,
+      name,
+      body: { preconditions: { uid } },
+    });
+    return true;
+  } catch (error) {
+    // Gone already, or replaced by another object of that name: either way not ours to delete.
+    if (isNotFound(error) || isConflict(error)) return false;
+    throw error;
+  }
+};
+
+/** A Backup the event names, if it still exists. */
+export const readBackup = async (kube: KubeConfig, key: Key): Promise<Backup | undefined> => {
+  try {
+    const b = zBackup.safeParse(
+      await kube.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ ...BACKUP, ...key }),
+    );
+    return b.success ? b.data : undefined;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+};

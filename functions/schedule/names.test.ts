@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { backupName, labelValue, rfc3339 } from './names.ts';
+
+// What the API server accepts: a DNS-1123 subdomain (object names) and a label value.
+const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+describe('backupName', () => {
+  it('is the schedule and the run in UTC minutes, the same every time', () => {
+    const t = new Date('2026-11-22T03:00:00Z');
+    expect(backupName('nightly', t)).toBe('nightly-202611220300');
+    expect(backupName('nightly', new Date(t))).toBe(backupName('nightly', t));
+    // The same instant written in another zone is the same run.
+    expect(backupName('nightly', new Date('2026-11-22T04:00:00+01:00'))).toBe('nightly-202611220300');
+  });
+
+  it('tells apart the two runs of autumn’s repeated local hour', () => {
+    // 02:30 in Berlin, twice: before and after the clocks go back.
+    expect(backupName('b', new Date('2026-10-25T00:30:00Z'))).not.toBe(
+      backupName('b', new Date('2026-10-25T01:30:00Z')),
+    );
+  });
+
+  it('stays a valid, unique name for the longest schedule names', () => {
+    const long = (c: string) => `${'a'.repeat(200)}.${c.repeat(52)}`; // 253 characters
+    const t = new Date('2026-11-22T03:00:00Z');
+    const [x, y] = [backupName(long('b'), t), backupName(long('c'), t)];
+    expect(x.length).toBeLessThanOrEqual(253);
+    expect(x).toMatch(SUBDOMAIN);
+    expect(x).not.toBe(y);
+    // A cut that would end in a dot must not leave an empty DNS label behind.
+    const dotted = `${'a'.repeat(228)}.${'b'.repeat(24)}`;
+    expect(backupName(dotted, t)).toMatch(SUBDOMAIN);
+  });
+});
+
+describe('labelValue', () => {
+  it('keeps short names and shortens long ones to a valid, distinct value', () => {
+    expect(labelValue('nightly')).toBe('nightly');
+    const a = labelValue(`${'x'.repeat(60)}.one`);
+    const b = labelValue(`${'x'.repeat(60)}.two`);
+    expect(a.length).toBeLessThanOrEqual(63);
+    expect(a).toMatch(LABEL_VALUE);
+    expect(a).not.toBe(b);
+    expect(labelValue(`${'x'.repeat(51)}.-${'y'.repeat(20)}`)).toMatch(LABEL_VALUE);
+  });
+});
+
+describe('rfc3339', () => {
+  it('writes seconds, as Kubernetes does', () => {
+    expect(rfc3339(new Date('2026-11-22T03:00:00.000Z'))).toBe('2026-11-22T03:00:00Z');
+  });
+});

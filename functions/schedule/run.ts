@@ -1,0 +1,100 @@
+/** What the watcher's schedule tick says: a run is due (and how many before it were missed). */
+export type Tick = { scheduledTime: Date; missedBefore: number };
+
+export type RunInput = Tick & {
+  now: Date;
+  /** The latest run already handled (status.lastScheduleTime). */
+  lastScheduleTime: Date | undefined;
+  suspend: boolean;
+  startingDeadlineSeconds: number;
+  concurrencyPolicy: 'Forbid' | 'Replace';
+  /** The schedule's next fire after this run's time. */
+  nextAfter: Date | 'never';
+  clusterExists: boolean;
+  /** This run's Backup (by its deterministic name) already exists and is the schedule's. */
+  made: boolean;
+  /** The schedule's other Backups still Pending or Running, oldest first. */
+  active: readonly string[];
+};
+
+/** Reasons of the LastRun condition and of the Events about a run. */
+export const RunReason = {
+  created: 'BackupCreated',
+  replaced: 'Replaced',
+  skippedConcurrent: 'SkippedConcurrent',
+  missedDeadline: 'MissedDeadline',
+  superseded: 'Superseded',
+  clusterNotFound: 'ClusterNotFound',
+  nameTaken: 'NameTaken',
+} as const;
+export type RunReason = (typeof RunReason)[keyof typeof RunReason];
+
+export type RunDecision =
+  /** Nothing to record: handled before (a redelivery, a late duplicate), or suspended. */
+  | { kind: 'ignore'; why: 'AlreadyHandled' | 'Suspended' }
+  /** The run is recorded as handled without a Backup; `missed` runs are added to missedRuns. */
+  | { kind: 'skip'; reason: RunReason; message: string; missed: number }
+  /** Make the run's Backup (unless `made`), after deleting `replace`; then record it. */
+  | { kind: 'create'; reason: RunReason; replace: readonly string[]; missed: number; made: boolean };
+
+const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
+
+/**
+ * What to do with one run of a schedule. Pure: the handler observes, this decides.
+ * - A run at or before lastScheduleTime was handled: nothing (ticks come at least once).
+ * - The run's Backup exists already (made before a crash or a redelivery): just record it.
+ * - Suspended: nothing, and nothing recorded.
+ * - Late runs: when a later fire is already due, this one is superseded (its own tick follows);
+ *   one older than startingDeadlineSeconds is skipped. Both count as missed, with the runs the
+ *   watcher folded into this tick (`missedBefore`: fires while it was down). So after downtime
+ *   one run is made if the latest is within the deadline, and every older one is counted.
+ * - No cluster: skipped, with a reason that names it.
+ * - Another Backup of the schedule still Pending or Running: Forbid skips this run, Replace
+ *   deletes those and makes this one.
+ */
+export const decideRun = (i: RunInput): RunDecision => {
+  const at = i.scheduledTime;
+  if (i.lastScheduleTime && at.getTime() <= i.lastScheduleTime.getTime())
+    return { kind: 'ignore', why: 'AlreadyHandled' };
+  // Made before a crash cut the recording short: the run happened, whatever the clock says now.
+  if (i.made)
+    return { kind: 'create', reason: RunReason.created, replace: [], missed: i.missedBefore, made: true };
+  if (i.suspend) return { kind: 'ignore', why: 'Suspended' };
+  const before = i.missedBefore > 0 ? `; ${i.missedBefore} earlier run(s) were missed too` : '';
+  if (i.nextAfter !== 'never' && i.nextAfter.getTime() <= i.now.getTime())
+    return {
+      kind: 'skip',
+      reason: RunReason.superseded,
+      message: `the run at ${at.toISOString()} was not made: the run at ${i.nextAfter.toISOString()} is already due and is made instead${before}`,
+      missed: 1 + i.missedBefore,
+    };
+  const late = i.now.getTime() - at.getTime();
+  if (late > i.startingDeadlineSeconds * 1000)
+    return {
+      kind: 'skip',
+      reason: RunReason.missedDeadline,
+      message: `the run at ${at.toISOString()} was ${seconds(late)} late, more than startingDeadlineSeconds (${i.startingDeadlineSeconds}); skipped${before}`,
+      missed: 1 + i.missedBefore,
+    };
+  if (!i.clusterExists)
+    return {
+      kind: 'skip',
+      reason: RunReason.clusterNotFound,
+      message: `the run at ${at.toISOString()} was skipped: its RedisCluster does not exist; create it or correct spec.cluster.name`,
+      missed: i.missedBefore,
+    };
+  if (i.active.length > 0 && i.concurrencyPolicy === 'Forbid')
+    return {
+      kind: 'skip',
+      reason: RunReason.skippedConcurrent,
+      message: `the run at ${at.toISOString()} was skipped: Backup ${i.active.join(', ')} is still running and concurrencyPolicy is Forbid`,
+      missed: i.missedBefore,
+    };
+  return {
+    kind: 'create',
+    reason: i.active.length > 0 ? RunReason.replaced : RunReason.created,
+    replace: i.active,
+    missed: i.missedBefore,
+    made: false,
+  };
+};

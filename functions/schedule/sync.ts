@@ -1,0 +1,114 @@
+import { selectRetention } from '../../shared/backup/retention.ts';
+import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
+import type { EventRecorder } from '../../shared/kube/events.ts';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { fireAfter, type ScheduleClock } from './clock.ts';
+import { clusterExists, deleteBackup, type LoadedSchedule, listScheduleBackups } from './kube.ts';
+import { rfc3339 } from './names.ts';
+import { type OwnedBackup, ownedBackupOf, readyCondition, retentionCondition, summarize } from './summary.ts';
+
+type SyncOptions = {
+  ctx: HandlerContext;
+  loaded: LoadedSchedule;
+  clock: ScheduleClock;
+  now: Date;
+  recorder: EventRecorder;
+  regarding: Parameters<EventRecorder['record']>[0]['regarding'];
+};
+
+/** Deletes what retention selects; the Retention condition says what it kept and why. */
+const prune = async (
+  { ctx, loaded, clock, now, recorder, regarding }: SyncOptions,
+  backups: readonly OwnedBackup[],
+): Promise<{ condition: ConditionInput; pruned: Set<string> }> => {
+  const { spec, metadata } = loaded.schedule;
+  const pruned = new Set<string>();
+  if (!clock.zoneKnown)
+    return {
+      pruned,
+      condition: {
+        type: 'Retention',
+        status: 'False',
+        reason: 'NotApplied',
+        message: `not applied: ${clock.problem?.message}`,
+      },
+    };
+  let decision: ReturnType<typeof selectRetention>;
+  try {
+    decision = selectRetention(
+      backups.filter((b) => !b.deleting),
+      spec.retention,
+      { now, timeZone: clock.timeZone },
+    );
+  } catch (error) {
+    // Only a maxAge the API server's pattern would have refused gets here.
+    return {
+      pruned,
+      condition: {
+        type: 'Retention',
+        status: 'False',
+        reason: 'InvalidRetention',
+        message: `spec.retention: ${(error as Error).message}; nothing is pruned until it is corrected`,
+      },
+    };
+  }
+  for (const d of decision.delete) {
+    const b = backups.find((x) => x.name === d.name);
+    if (!b) continue;
+    ctx.fence();
+    const deleted = await deleteBackup(ctx.kube, metadata.namespace ?? '', b.name, b.uid);
+    pruned.add(b.name);
+    if (!deleted) continue; // another run of this schedule got there first, and said so
+    ctx.log.info('pruned', { backup: b.name, reason: d.reason });
+    await recorder.record({
+      regarding,
+      type: 'Normal',
+      reason: 'Pruned',
+      action: 'Retention',
+      note: `deleted Backup ${b.name} (${d.reason})`,
+    });
+  }
+  return { pruned, condition: retentionCondition(spec.retention, decision) };
+};
+
+/**
+ * Brings the schedule up to date with its Backups: prunes what retention selects (the Backup's
+ * own finalizer removes the stored object), then writes active, lastSuccessfulBackup,
+ * nextScheduleTime and the Ready and Retention conditions. Returns the status written.
+ */
+export const sync = async (o: SyncOptions) => {
+  const { ctx, loaded, clock, now } = o;
+  const { schedule } = loaded;
+  const { spec } = schedule;
+  const namespace = schedule.metadata.namespace ?? '';
+  const backups = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
+  const exists = await clusterExists(ctx.kube, namespace, spec.cluster.name);
+  const { condition: retention, pruned } = await prune(o, backups);
+
+  const summary = summarize(backups.filter((b) => !pruned.has(b.name)));
+  const next = spec.suspend ? undefined : fireAfter(clock, now);
+  const ready = readyCondition({
+    spec,
+    namespace,
+    clockProblem: clock.problem,
+    next,
+    timeZone: clock.timeZone,
+    clusterExists: exists,
+  });
+  const generation = schedule.metadata.generation;
+  const written = await loaded.writeStatus((s) => {
+    const { active: _a, lastSuccessfulBackup: _l, nextScheduleTime: _n, ...rest } = s;
+    let conditions = setCondition(s.conditions as Condition[] | undefined, ready, generation, now);
+    conditions = setCondition(conditions, retention, generation, now);
+    ctx.fence();
+    return {
+      ...rest,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      ...(summary.active.length > 0 ? { active: summary.active } : {}),
+      ...(summary.lastSuccessfulBackup ? { lastSuccessfulBackup: summary.lastSuccessfulBackup } : {}),
+      ...(next instanceof Date ? { nextScheduleTime: rfc3339(next) } : {}),
+      conditions,
+    };
+  });
+  return written?.status ?? {};
+};

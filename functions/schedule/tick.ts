@@ -1,0 +1,128 @@
+import type { CloudEvent } from 'cloudevents';
+import { z } from 'zod';
+import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
+import type { EventRecorder } from '../../shared/kube/events.ts';
+import { type HandlerContext, TerminalError } from '../../shared/runtime/handler.ts';
+import { fireAfter, type ScheduleClock } from './clock.ts';
+import {
+  clusterExists,
+  createBackup,
+  deleteBackup,
+  type LoadedSchedule,
+  listScheduleBackups,
+} from './kube.ts';
+import { backupName, rfc3339 } from './names.ts';
+import { decideRun, RunReason, type Tick } from './run.ts';
+import { isActive, ownedBackupOf } from './summary.ts';
+
+const zTick = z.looseObject({
+  scheduledTime: z.iso.datetime({ offset: true }),
+  missedBefore: z.number().int().min(0).default(0),
+});
+
+/** The run a schedule tick announces (functions/watcher/ticks.ts). */
+export const parseTick = (event: CloudEvent<unknown>): Tick => {
+  const data = typeof event.data === 'string' ? JSON.parse(event.data) : event.data;
+  const t = zTick.safeParse(data);
+  if (!t.success)
+    throw new TerminalError(
+      'InvalidTick',
+      `schedule tick ${event.id}: ${t.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  return { scheduledTime: new Date(t.data.scheduledTime), missedBefore: t.data.missedBefore };
+};
+
+type RunOptions = {
+  ctx: HandlerContext;
+  loaded: LoadedSchedule;
+  tick: Tick;
+  clock: ScheduleClock;
+  now: Date;
+  recorder: EventRecorder;
+  regarding: Parameters<EventRecorder['record']>[0]['regarding'];
+};
+
+/**
+ * One run of the schedule: observe (its Backups, the cluster), decide (run.ts), act (delete what
+ * Replace replaces, create the run's Backup), then record it: lastScheduleTime, missedRuns and
+ * the LastRun condition, in one compare-and-set write that never records a run twice.
+ */
+export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regarding }: RunOptions) => {
+  const { schedule } = loaded;
+  const { spec } = schedule;
+  const at = tick.scheduledTime;
+  const last = schedule.status?.lastScheduleTime ? new Date(schedule.status.lastScheduleTime) : undefined;
+  const nextAfter = fireAfter(clock, at);
+  if (nextAfter === undefined || (last && at <= last)) return; // no valid schedule now, or handled
+
+  const namespace = schedule.metadata.namespace ?? '';
+  const name = backupName(schedule.metadata.name, at);
+  const owned = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
+  const active = owned.filter((b) => isActive(b) && b.name !== name);
+  const decision = decideRun({
+    ...tick,
+    now,
+    lastScheduleTime: last,
+    suspend: spec.suspend ?? false,
+    startingDeadlineSeconds: spec.startingDeadlineSeconds ?? 300,
+    concurrencyPolicy: spec.concurrencyPolicy ?? 'Forbid',
+    nextAfter,
+    clusterExists: await clusterExists(ctx.kube, namespace, spec.cluster.name),
+    made: owned.some((b) => b.name === name && !b.deleting),
+    active: active.map((b) => b.name),
+  });
+  if (decision.kind === 'ignore') return;
+
+  let result: ConditionInput;
+  const earlier = decision.missed > 0 ? `; ${decision.missed} earlier run(s) were missed` : '';
+  if (decision.kind === 'create') {
+    for (const old of active.filter((b) => decision.replace.includes(b.name))) {
+      ctx.fence();
+      await deleteBackup(ctx.kube, namespace, old.name, old.uid);
+    }
+    ctx.fence();
+    const made = decision.made ? 'exists' : await createBackup(ctx.kube, schedule, at);
+    result =
+      made === 'foreign'
+        ? {
+            type: 'LastRun',
+            status: 'False',
+            reason: RunReason.nameTaken,
+            message: `the run at ${at.toISOString()} was skipped: a Backup named ${name} exists and is not this schedule's; delete or rename it`,
+          }
+        : {
+            type: 'LastRun',
+            status: 'True',
+            reason: decision.reason,
+            message: `Backup ${name} for the run at ${at.toISOString()}${decision.replace.length > 0 ? `, replacing ${decision.replace.join(', ')} (concurrencyPolicy Replace)` : ''}${earlier}`,
+          };
+  } else {
+    result = { type: 'LastRun', status: 'False', reason: decision.reason, message: decision.message };
+  }
+
+  const written = await loaded.writeStatus((s) => {
+    // Recorded meanwhile (another delivery of this tick): neither again nor counted twice.
+    if (s.lastScheduleTime && new Date(s.lastScheduleTime) >= at) return undefined;
+    ctx.fence();
+    return {
+      ...s,
+      lastScheduleTime: rfc3339(at),
+      missedRuns: (s.missedRuns ?? 0) + decision.missed,
+      conditions: setCondition(
+        s.conditions as Condition[] | undefined,
+        result,
+        schedule.metadata.generation,
+        now,
+      ),
+    };
+  });
+  if (written?.status?.lastScheduleTime !== rfc3339(at)) return;
+  ctx.log.info('run', { scheduledTime: at.toISOString(), reason: result.reason, missed: decision.missed });
+  await recorder.record({
+    regarding,
+    type: result.status === 'True' ? 'Normal' : 'Warning',
+    reason: result.reason,
+    action: 'Run',
+    note: result.message,
+  });
+};
