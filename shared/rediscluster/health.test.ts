@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../api/generated.ts';
-import { assessHealth, masterBehind } from './health.ts';
+import { assessHealth, masterBehind, outageWatch } from './health.ts';
 import type { Instance } from './probe.ts';
 
 const ip = (ordinal: number) => `10.0.0.${ordinal + 10}`;
@@ -56,20 +56,32 @@ const cluster = (status: NonNullable<RedisCluster['status']>, failover = { enabl
   }) as unknown as RedisCluster;
 const now = new Date('2026-11-23T10:00:10Z');
 
+/**
+ * assessHealth as a health replica that has itself watched the outage since the record says it
+ * began (its monotonic clock runs with the test's time here).
+ */
+const assess = (rc: RedisCluster, instances: readonly Instance[], at: Date) => {
+  let t = 0;
+  const watch = outageWatch(() => t);
+  const since = rc.status?.failover?.masterUnreachableSince;
+  if (since) {
+    t = Date.parse(since);
+    assessHealth(rc, instances, new Date(since), watch);
+  }
+  t = at.getTime();
+  return assessHealth(rc, instances, at, watch);
+};
+
 describe('assessHealth', () => {
   it('is healthy when the master serves and every replica follows it in sync', () => {
-    const a = assessHealth(
-      cluster({ master: 'r-0' }),
-      [master(0, 100), replica(1, 100), replica(2, 90)],
-      now,
-    );
+    const a = assess(cluster({ master: 'r-0' }), [master(0, 100), replica(1, 100), replica(2, 90)], now);
     expect(a.healthy).toMatchObject({ status: 'True', reason: 'Replicating' });
     expect(a.masterUnreachableSince).toBeUndefined();
     expect(a.failover).toBeUndefined();
   });
 
   it('names what is wrong when a replica does not play its part', () => {
-    const a = assessHealth(
+    const a = assess(
       cluster({ master: 'r-0' }),
       [master(0, 100), replica(1, 100, 2), replica(2, 90, 0, { syncInProgress: true })],
       now,
@@ -79,11 +91,7 @@ describe('assessHealth', () => {
   });
 
   it('starts the failover clock when the master stops answering, and looks again before it runs out', () => {
-    const a = assessHealth(
-      cluster({ master: 'r-0' }),
-      [down(0), cut(replica(1, 100)), cut(replica(2, 90))],
-      now,
-    );
+    const a = assess(cluster({ master: 'r-0' }), [down(0), cut(replica(1, 100)), cut(replica(2, 90))], now);
     expect(a.masterUnreachableSince).toBe(now.toISOString());
     expect(a.failover).toBeUndefined();
     expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterUnreachable' });
@@ -91,7 +99,7 @@ describe('assessHealth', () => {
   });
 
   it('promotes the replica with the highest offset once failover.after has passed', () => {
-    const a = assessHealth(
+    const a = assess(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:04Z' } }),
       [down(0), cut(replica(1, 90)), cut(replica(2, 100))],
       now,
@@ -102,7 +110,7 @@ describe('assessHealth', () => {
 
   it('never waits less than the 3 s floor, whatever an older object says (failover.after 0s)', () => {
     const at = (since: string) =>
-      assessHealth(
+      assess(
         cluster(
           { master: 'r-0', failover: { masterUnreachableSince: since } },
           { enabled: true, after: '0s' },
@@ -115,14 +123,14 @@ describe('assessHealth', () => {
   });
 
   it('waits out the rest of failover.after', () => {
-    const a = assessHealth(
+    const a = assess(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:06Z' } }),
       [down(0), cut(replica(1, 90)), cut(replica(2, 100))],
       now,
     );
     expect(a.failover).toBeUndefined();
     expect(a.recheckMs).toBe(1000);
-    const later = assessHealth(
+    const later = assess(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T10:00:05.700Z' } }),
       [down(0), cut(replica(1, 90))],
       now,
@@ -131,7 +139,7 @@ describe('assessHealth', () => {
   });
 
   it('does not fail over when failover is disabled or nobody could take over', () => {
-    const off = assessHealth(
+    const off = assess(
       cluster(
         { master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } },
         { enabled: false, after: '5s' },
@@ -141,7 +149,7 @@ describe('assessHealth', () => {
     );
     expect(off.failover).toBeUndefined();
     expect(off.healthy.message).toContain('disabled');
-    const alone = assessHealth(
+    const alone = assess(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } }),
       [down(0), down(1), cut(replica(2, 5, 0, { syncInProgress: true }))],
       now,
@@ -156,13 +164,78 @@ describe('assessHealth', () => {
       ...replica(0, 100),
       replication: { ...replica(0, 100).replication!, linkUp: false },
     } as Instance;
-    const a = assessHealth(
-      cluster({ master: 'r-0' }),
-      [fenced, cut(replica(1, 100)), cut(replica(2, 100))],
-      now,
-    );
+    const a = assess(cluster({ master: 'r-0' }), [fenced, cut(replica(1, 100)), cut(replica(2, 100))], now);
     expect(a.masterUnreachableSince).toBeUndefined();
     expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterNotServing' });
+  });
+});
+
+describe('the failover clock: measured by the deciding process only', () => {
+  const lostAt = (since: string) =>
+    cluster({
+      master: 'r-0',
+      replication: { id: 'a', offset: 100 },
+      failover: { masterUnreachableSince: since },
+    });
+  const lost = [down(0), cut(replica(1, 100, 0, { linkDownSeconds: 2 }))];
+  /** A health replica's own clock: `at` ms after its first look. */
+  const replicaClock = () => {
+    let t = 0;
+    const watch = outageWatch(() => t);
+    const at = (ms: number) => {
+      t = ms;
+      return new Date(now.getTime() + ms);
+    };
+    return { watch, at };
+  };
+
+  it('does not fail over on its first look when the record was written by a clock running behind', () => {
+    // The writer's clock is a minute behind: by this clock the master has been lost for 60 s.
+    const rc = lostAt('2026-11-23T09:59:10Z');
+    const c = replicaClock();
+    const first = assessHealth(rc, lost, c.at(0), c.watch);
+    expect(first.failover).toBeUndefined();
+    expect(first.masterUnreachableSince).toBe('2026-11-23T09:59:10Z'); // the record is kept
+    expect(first.recheckMs).toBe(1000);
+    expect(assessHealth(rc, lost, c.at(4900), c.watch).failover).toBeUndefined();
+    expect(assessHealth(rc, lost, c.at(5000), c.watch).failover?.to).toBe('r-1');
+  });
+
+  it('is not held back by a record written by a clock running ahead', () => {
+    // The writer's clock is a minute ahead: by this clock the outage starts in the future.
+    const rc = lostAt('2026-11-23T10:01:10Z');
+    const c = replicaClock();
+    expect(assessHealth(rc, lost, c.at(0), c.watch).failover).toBeUndefined();
+    expect(assessHealth(rc, lost, c.at(5000), c.watch).failover?.to).toBe('r-1');
+  });
+
+  it('starts over for a new outage, and after seeing the master serve', () => {
+    const c = replicaClock();
+    assessHealth(lostAt('2026-11-23T10:00:00Z'), lost, c.at(0), c.watch);
+    // Another outage in the record (the first one ended, seen by another replica): from zero.
+    expect(
+      assessHealth(lostAt('2026-11-23T10:00:30Z'), lost, c.at(30_000), c.watch).failover,
+    ).toBeUndefined();
+    expect(assessHealth(lostAt('2026-11-23T10:00:30Z'), lost, c.at(35_000), c.watch).failover?.to).toBe(
+      'r-1',
+    );
+    // The master served in between, though the record still names the old outage: from zero.
+    const serving = [master(0, 100), replica(1, 100)];
+    assessHealth(lostAt('2026-11-23T10:00:30Z'), serving, c.at(36_000), c.watch);
+    expect(
+      assessHealth(lostAt('2026-11-23T10:00:30Z'), lost, c.at(37_000), c.watch).failover,
+    ).toBeUndefined();
+  });
+
+  it('forgets the oldest outage first when it watches more clusters than its bound', () => {
+    let t = 0;
+    const watch = outageWatch(() => t, 2);
+    watch.observe('a', 'a-0', 's');
+    watch.observe('b', 'b-0', 's');
+    watch.observe('c', 'c-0', 's');
+    t = 10_000;
+    expect(watch.observe('c', 'c-0', 's')).toBe(10_000);
+    expect(watch.observe('a', 'a-0', 's')).toBe(0);
   });
 });
 
@@ -174,14 +247,14 @@ describe('promotion: only a replica that holds the data', () => {
   };
 
   it('breaks an offset tie by the lowest ordinal, so every assessor picks the same', () => {
-    const a = assessHealth(cluster(lost), [down(0), cut(replica(2, 100)), cut(replica(1, 100))], now);
+    const a = assess(cluster(lost), [down(0), cut(replica(2, 100)), cut(replica(1, 100))], now);
     expect(a.failover?.to).toBe('r-1');
   });
 
   it('promotes no one when the only replica that answers never synced (NoSafeCandidate)', () => {
     // r-1 holds the data but is down; r-2 was added by a scale-up and never synced from the master.
     const empty = replica(2, 1, 0, { replid: 'f'.repeat(40), linkDownSeconds: Number.POSITIVE_INFINITY });
-    const a = assessHealth(cluster(lost), [down(0), down(1), empty], now);
+    const a = assess(cluster(lost), [down(0), down(1), empty], now);
     expect(a.failover).toBeUndefined();
     expect(a.healthy).toMatchObject({ status: 'False', reason: 'NoSafeCandidate' });
     expect(a.healthy.message).toContain('r-2 holds data of another replication history');
@@ -189,18 +262,14 @@ describe('promotion: only a replica that holds the data', () => {
 
   it('refuses a replica whose link went down before the master was lost, whatever its offset', () => {
     const stale = replica(1, 500, 0, { linkDownSeconds: 3600 });
-    const a = assessHealth(
-      cluster(lost),
-      [down(0), stale, cut(replica(2, 90, 0, { linkDownSeconds: 9 }))],
-      now,
-    );
+    const a = assess(cluster(lost), [down(0), stale, cut(replica(2, 90, 0, { linkDownSeconds: 9 }))], now);
     expect(a.failover?.to).toBe('r-2');
   });
 
   it('refuses a replica of another replication history, accepts one that continued it (replid2)', () => {
     const foreign = replica(1, 900, 0, { replid: 'b', linkDownSeconds: 2 });
     const continued = replica(2, 90, 0, { replid: 'c', replid2: 'a', linkDownSeconds: 2 });
-    const a = assessHealth(cluster(lost), [down(0), foreign, continued], now);
+    const a = assess(cluster(lost), [down(0), foreign, continued], now);
     expect(a.failover?.to).toBe('r-2');
   });
 
@@ -209,7 +278,7 @@ describe('promotion: only a replica that holds the data', () => {
       ...replica(0, 40),
       replication: { ...replica(0, 40).replication!, linkUp: false, masterHost: '127.0.0.1' },
     } as Instance;
-    const a = assessHealth(cluster(lost), [fenced, cut(replica(1, 100, 0, { linkDownSeconds: 8 }))], now);
+    const a = assess(cluster(lost), [fenced, cut(replica(1, 100, 0, { linkDownSeconds: 8 }))], now);
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
   });
 
@@ -220,7 +289,7 @@ describe('promotion: only a replica that holds the data', () => {
     } as Instance;
     // An old volume of another history, far "ahead" by offset: it says nothing about this data.
     const foreign = replica(1, 900, 0, { replid: 'f'.repeat(40), linkDownSeconds: Number.POSITIVE_INFINITY });
-    const whole = assessHealth(
+    const whole = assess(
       cluster({ master: 'r-0', replication: { id: 'a', offset: 100 } }),
       [fenced, foreign, cut(replica(2, 100, 0, { linkDownSeconds: 8 }))],
       now,
@@ -243,23 +312,19 @@ describe('promotion: only a replica that holds the data', () => {
     } as Instance;
     const restarted = replica(1, 100, 0, { linkDownSeconds: Number.POSITIVE_INFINITY });
     const behindToo = replica(2, 30, 0, { linkDownSeconds: Number.POSITIVE_INFINITY });
-    const a = assessHealth(cluster(lost), [fenced, restarted, behindToo], now);
+    const a = assess(cluster(lost), [fenced, restarted, behindToo], now);
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
   });
 
   it('never promotes a replica whose link to the master is still up: the master lives, cut off only from Tideway', () => {
-    const a = assessHealth(cluster(lost), [down(0), replica(1, 100), replica(2, 100)], now);
+    const a = assess(cluster(lost), [down(0), replica(1, 100), replica(2, 100)], now);
     expect(a.failover).toBeUndefined();
     expect(a.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
     expect(a.healthy.message).toContain('r-1 still has its link to a master up');
   });
 
   it('records the history of a serving master', () => {
-    const a = assessHealth(
-      cluster({ master: 'r-0' }),
-      [master(0, 100), replica(1, 100), replica(2, 100)],
-      now,
-    );
+    const a = assess(cluster({ master: 'r-0' }), [master(0, 100), replica(1, 100), replica(2, 100)], now);
     expect(a.history).toEqual({ id: 'a', offset: 100 });
   });
 });

@@ -41,6 +41,45 @@ export const masterBehind = (instances: readonly Instance[], m: Instance | undef
   );
 };
 
+/** A monotonic clock in milliseconds: it never jumps with the wall clock (performance.now). */
+export type Monotonic = () => number;
+
+export type OutageWatch = {
+  /**
+   * How long this process has itself seen the outage that the record dates `since` (its first
+   * look: 0). A new record (another master, another `since`) starts over.
+   */
+  observe(cluster: string, master: string, since: string): number;
+  /** The master serves again: the next outage starts over. */
+  forget(cluster: string): void;
+};
+
+/**
+ * The failover clock of one process. `status.failover.masterUnreachableSince` is written by one
+ * health replica with its wall clock and read by another with its own: a clock running behind
+ * the writer's would see the time as already up and fail over on its first look, one running
+ * ahead would wait for as long as it is ahead. So the time that decides is only ever measured by
+ * one process, on its monotonic clock, from its own first look at the outage the record names.
+ * Bounded: an outage not seen again is dropped first once `max` clusters are watched.
+ */
+export const outageWatch = (monotonic: Monotonic = () => performance.now(), max = 10_000): OutageWatch => {
+  const seen = new Map<string, { master: string; since: string; at: number }>();
+  return {
+    observe: (cluster, master, since) => {
+      const e = seen.get(cluster);
+      if (e && e.master === master && e.since === since) return monotonic() - e.at;
+      seen.delete(cluster);
+      if (seen.size >= max) seen.delete(seen.keys().next().value ?? '');
+      seen.set(cluster, { master, since, at: monotonic() });
+      return 0;
+    },
+    forget: (cluster) => void seen.delete(cluster),
+  };
+};
+
+/** This process's failover clock (health's replicas each keep their own). */
+const processOutages = outageWatch();
+
 /**
  * Health of a cluster from one probe of every instance, and whether the failover clock ran out.
  * The master is lost when its server does not answer (pod gone, process down, network), or when
@@ -49,24 +88,34 @@ export const masterBehind = (instances: readonly Instance[], m: Instance | undef
  * history that followed the master until it was lost is promoted (promotionCandidates); with none,
  * the cluster stays without a master and says so, rather than lose data.
  */
-export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], now: Date): Assessment => {
+export const assessHealth = (
+  rc: RedisCluster,
+  instances: readonly Instance[],
+  now: Date,
+  outages: OutageWatch = processOutages,
+): Assessment => {
   const masterName = rc.status?.master;
   const desired = rc.spec.replicas ?? 3;
   const m = instances.find((i) => i.pod === masterName);
   const since = rc.status?.failover?.masterUnreachableSince;
   const ahead = masterBehind(instances, m, rc.status?.replication);
+  const clusterKey = rc.metadata.uid ?? `${rc.metadata.namespace}/${rc.metadata.name}`;
 
   if (!answers(m) || ahead) {
     const start = since ?? now.toISOString();
     const after = rc.spec.failover?.after ?? '5s';
     // Never below the floor admission enforces, whatever an older object says.
     const afterMs = Math.max(parseDuration(after), parseDuration(FAILOVER_AFTER_MIN));
-    const downMs = now.getTime() - Date.parse(start);
+    // What decides: this process's own watch of this outage, skew-free. The record's age by this
+    // clock only widens how long ago a candidate may have lost its link (a process that took
+    // over late has watched less than the replicas have been cut off).
+    const downMs = outages.observe(clusterKey, masterName ?? '', start);
+    const recordedMs = now.getTime() - Date.parse(start);
     const enabled = rc.spec.failover?.enabled ?? true;
     const { safe, refused } = promotionCandidates(instances, {
       master: masterName,
       history: rc.status?.replication,
-      masterDownSeconds: downMs / 1000,
+      masterDownSeconds: Math.max(downMs, recordedMs) / 1000,
       ...(ahead ? { masterOffset: m?.replication?.offset ?? 0 } : {}),
     });
     const candidate = safe[0];
@@ -107,6 +156,7 @@ export const assessHealth = (rc: RedisCluster, instances: readonly Instance[], n
     };
   }
 
+  outages.forget(clusterKey);
   const problems: string[] = [];
   let reason = 'Replicating';
   const note = (r: string, text: string) => {
