@@ -83,3 +83,13 @@ describe('planAuth', () => {
     expect(passwordsOf({ desired: 'a', applied: 'a' })).toEqual(['a']);
   });
 });
+
+describe('planAuth without ACLs', () => {
+  it('says a server without ACL support cannot rotate, instead of waiting for it to answer', () => {
+    const old: Instance = { ...instance('c-0', ['old'], 'old') };
+    delete old.auth;
+    const plan = planAuth({ desired: 'new', applied: 'old' }, [old]);
+    expect(plan.record).toEqual({ password: 'old' });
+    expect(plan.waiting).toContain('without ACL support');
+  });
+});

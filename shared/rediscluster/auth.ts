@@ -41,9 +41,14 @@ export const planAuth = (auth: Auth, instances: readonly Instance[]): AuthPlan =
   const hash = passwordHash(target);
   const steps: AuthStep[] = [];
   const unanswered: string[] = [];
+  const noAcl: string[] = [];
   for (const i of instances) {
-    if (!i.ip || !i.auth || i.password === undefined) {
+    if (!i.ip || i.password === undefined) {
       if (!i.terminating) unanswered.push(i.pod);
+      continue;
+    }
+    if (!i.auth) {
+      noAcl.push(i.pod);
       continue;
     }
     const args: string[][] = [];
@@ -59,6 +64,12 @@ export const planAuth = (auth: Auth, instances: readonly Instance[]): AuthPlan =
   }
   const now = { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) };
   if (!rotating) return { steps, record: now };
+  if (noAcl.length > 0)
+    return {
+      steps,
+      record: now,
+      waiting: `the password cannot change online: ${noAcl.join(', ')} answered without ACL support (Redis 6 or later needed)`,
+    };
   if (unanswered.length > 0)
     return {
       steps,

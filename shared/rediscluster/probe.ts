@@ -127,7 +127,13 @@ export const probeInstances = async (
             ...base,
             ...info,
             password: connected.index,
-            ...(o.inspectAuth && info.replication ? { auth: await authOf(client) } : {}),
+            // A server without ACLs (an image older than Redis 6) still serves: it just cannot rotate.
+            ...(o.inspectAuth && info.replication
+              ? await authOf(client).then(
+                  (auth) => ({ auth }),
+                  () => ({}),
+                )
+              : {}),
           };
         } catch (error) {
           return { ...base, error: error instanceof Error ? error.message : String(error) };
