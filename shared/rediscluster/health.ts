@@ -27,6 +27,9 @@ const answers = (i: Instance | undefined) => i?.replication !== undefined && !i.
  * the replicas, so it counts as lost, like one that does not answer. An instance of another
  * history (an old volume, a server promoted empty elsewhere) says nothing about this data,
  * whatever its offset: it makes no master lost. With no history recorded yet, any instance counts.
+ * And a master that holds no keys is behind any instance that holds some, whatever its history:
+ * after a restart from an append-only file alone a server's id and offset (1) are those of an
+ * empty one, and reinstating the empty master would leave the data on the others out of service.
  */
 export const masterBehind = (instances: readonly Instance[], m: Instance | undefined, history?: History) => {
   const r = m?.replication;
@@ -36,8 +39,10 @@ export const masterBehind = (instances: readonly Instance[], m: Instance | undef
     ids.length === 0 ||
     ids.includes(i.replication?.replid ?? '') ||
     ids.includes(i.replication?.replid2 ?? '');
-  return instances.find(
-    (i) => i !== m && answers(i) && ofHistory(i) && (i.replication?.offset ?? 0) > Math.max(0, r.offset),
+  const others = instances.filter((i) => i !== m && answers(i));
+  return (
+    others.find((i) => ofHistory(i) && (i.replication?.offset ?? 0) > Math.max(0, r.offset)) ??
+    (m.keys === 0 ? others.find((i) => (i.keys ?? 0) > 0) : undefined)
   );
 };
 
@@ -126,7 +131,7 @@ export const assessHealth = (
       message,
     });
     const down = ahead
-      ? `master ${masterName} came back with less data than ${ahead.pod} (offset ${m?.replication?.offset} < ${ahead.replication?.offset}) and is kept out of service`
+      ? `master ${masterName} came back with less data than ${ahead.pod} (${m?.keys === 0 && (ahead.keys ?? 0) > 0 ? `no keys, ${ahead.keys} there` : `offset ${m?.replication?.offset} < ${ahead.replication?.offset}`}) and is kept out of service`
       : `master ${masterName} unreachable for ${(downMs / 1000).toFixed(1)}s${m?.error ? ` (${m.error})` : ''}`;
     const base = { masterUnreachableSince: start };
     const lost = ahead ? 'MasterBehind' : 'MasterUnreachable';

@@ -6,12 +6,25 @@ import type { Instance } from './probe.ts';
 export type History = NonNullable<RedisClusterStatus['replication']>;
 
 /**
- * Most advanced first: the higher replication offset (more of the history), the lower ordinal on
- * a tie so that every decider picks the same one. The one ordering of instances by data; failover,
- * switchover and reconcile all use it.
+ * Most advanced first: the higher replication offset (more of the history); on a tie the one
+ * with more keys, then the lower ordinal, so that every decider picks the same one. Keys matter
+ * where offsets say nothing: a server that restarts as a replica from an append-only file alone
+ * (no snapshot with replication info) reports offset 1 and a fresh id, exactly as an empty one
+ * does. The one ordering of instances by data; failover, switchover and reconcile all use it.
  */
 export const mostAdvancedFirst = (a: Instance, b: Instance) =>
-  (b.replication?.offset ?? -1) - (a.replication?.offset ?? -1) || a.ordinal - b.ordinal;
+  (b.replication?.offset ?? -1) - (a.replication?.offset ?? -1) ||
+  (b.keys ?? 0) - (a.keys ?? 0) ||
+  a.ordinal - b.ordinal;
+
+/**
+ * A server that came back without its replication history: a fresh id, not the cluster's, and the
+ * offset of a server that never had a master (1; Redis 7 after a restart from an append-only file
+ * alone, or with nothing on disk). Its keys, if any, may well be the cluster's data; where they
+ * stand in the history cannot be told.
+ */
+export const withoutHistory = (r: Replication | undefined, ids: readonly (string | undefined)[]) =>
+  !!r && r.offset <= 1 && !ids.includes(r.replid) && !ids.includes(r.replid2 ?? '');
 
 /**
  * The record after seeing a master serve: a new id (a promotion, a reinstated master) pushes the
@@ -83,8 +96,10 @@ export const promotionCandidates = (
       // Its master still feeds it: the master is alive, only unreachable from Tideway (a
       // partition). Promoting now would make two masters that both take writes.
       if (r.linkUp) return 'still has its link to a master up';
+      if (ids.length && withoutHistory(r, ids) && (i.keys ?? 0) > 0)
+        return `restarted without its replication history (${i.keys} keys, offset ${r.offset}: an append-only file keeps no replication id), so whether it holds all the data cannot be told; it is left as it is`;
       if (ids.length && !ids.includes(r.replid) && !ids.includes(r.replid2))
-        return 'holds data of another replication history';
+        return i.keys === 0 ? 'holds no data' : 'holds data of another replication history';
       if (!ids.length && !isHistory(r.replid)) return 'has no replication history';
       if (o.masterOffset !== undefined && r.offset > o.masterOffset) return undefined;
       if (r.linkDownSeconds > o.masterDownSeconds + LINK_SLACK_SECONDS)
