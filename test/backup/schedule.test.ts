@@ -1,10 +1,16 @@
 import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupName } from '../../functions/schedule/names.ts';
+import { tickEvent } from '../../functions/watcher/events.ts';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup, BackupSchedule } from '../../shared/api/generated.ts';
+import { connectBus } from '../../shared/bus/connect.ts';
+import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
+import { STREAM } from '../../shared/events/subjects.ts';
+import { EventType } from '../../shared/events/types.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { consumerName } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
@@ -558,6 +564,69 @@ describe.concurrent('backup schedules', () => {
       expect(await o.backups('orphan')).toEqual([]);
     },
     4 * MINUTE,
+  );
+
+  it(
+    'a tick delivered again, or late, makes no second Backup and counts nothing twice, even after its Backup was deleted',
+    async () => {
+      const o = await operator('sched-dup', 2);
+      await o.createCluster('cache');
+      // Yearly: the watcher ticks nothing here; the test delivers the ticks as the bus may.
+      const s = await o.createSchedule('dup', { cluster: { name: 'cache' }, schedule: '0 0 1 1 *' });
+      await using bus = await connectBus(b.info.natsUrl, 'test-schedule-dup');
+      const publisher = jetStreamPublisher(bus.js);
+      let copy = 0;
+      /** The watcher's tick for `at`, under a new id each time, so JetStream does not drop it as a copy. */
+      const tick = (at: Date, missedBefore = 0) =>
+        publisher.publish(
+          tickEvent('/test', EventType.scheduleTick, 'BackupSchedule', s, `${at.toISOString()}#${copy++}`, {
+            scheduledTime: at.toISOString(),
+            missedBefore,
+          }),
+        );
+      const handled = (at: Date) =>
+        until(`the run at ${at.toISOString()} recorded`, async () => {
+          const sc = await o.getSchedule('dup');
+          return sc.status?.lastScheduleTime && new Date(sc.status.lastScheduleTime) >= at ? sc : undefined;
+        });
+
+      /** Every message of the schedule function's consumer handled (acked), retries included. */
+      const drained = () =>
+        until('the schedule function idle', async () => {
+          const c = await bus.jsm.consumers.info(STREAM, consumerName('schedule', o.ns));
+          return c.num_pending + c.num_ack_pending === 0 ? true : undefined;
+        });
+
+      // Within the default deadline (300 s), with two runs before it missed.
+      const run = new Date(Math.floor(Date.now() / MINUTE) * MINUTE - MINUTE);
+      await tick(run, 2);
+      const first = await handled(run);
+      expect(first.status?.missedRuns).toBe(2);
+      expect((await o.backups('dup')).map((x) => x.metadata.name)).toEqual([backupName('dup', run)]);
+      await o.completeAll('dup'); // or the run's tick keeps coming back to see it finish
+
+      // The same tick twice more, at once (two replicas may take them side by side), and an older one.
+      await Promise.all([tick(run, 2), tick(run, 2), tick(new Date(run.getTime() - MINUTE))]);
+      await drained();
+      expect((await o.backups('dup')).map((x) => x.metadata.name)).toEqual([backupName('dup', run)]);
+      // Then the run's Backup goes (as retention or a user may delete it), and the tick comes once more.
+      await b.custom.deleteNamespacedCustomObject({
+        ...BACKUP,
+        namespace: o.ns,
+        name: backupName('dup', run),
+      });
+      await tick(run, 2);
+      await drained();
+
+      const after = await o.getSchedule('dup');
+      expect(after.status).toMatchObject({
+        lastScheduleTime: run.toISOString().replace('.000Z', 'Z'),
+        missedRuns: 2,
+      });
+      expect(await o.backups('dup')).toEqual([]);
+      expect((await o.reasons('dup')).filter((r) => r === 'BackupCreated')).toHaveLength(1);
+    },
+    3 * MINUTE,
   );
 
   it('the schedule function may make, list and delete Backups and write schedule status, and nothing more', async () => {

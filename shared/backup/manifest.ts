@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { COMPRESSIONS, type Compression, compressionSuffix } from './compression.ts';
+import { ENCRYPTION_FORMAT } from './encryption.ts';
+
+/** The manifest next to each backup object: what it is, without reading it. */
+export const zManifest = z.object({
+  format: z.literal('tideway.dev/backup-manifest/v1'),
+  backup: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
+  cluster: z.object({ namespace: z.string(), name: z.string(), uid: z.string().optional() }),
+  redis: z.object({ product: z.string(), version: z.string() }),
+  /** The instance the snapshot came from. */
+  source: z.string(),
+  object: z.string(),
+  /** Bytes stored, and bytes of the RDB inside. */
+  size: z.number().int().nonnegative(),
+  rdbSize: z.number().int().nonnegative(),
+  /** SHA-256 of the stored bytes. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  compression: z.enum(COMPRESSIONS),
+  /** null when the object is not encrypted; the key is never here, only where it lives. */
+  encryption: z.object({ format: z.literal(ENCRYPTION_FORMAT), secretName: z.string() }).nullable(),
+  startedAt: z.string(),
+  created: z.string(),
+});
+export type Manifest = z.infer<typeof zManifest>;
+
+/** A key prefix with the separator it needs ('' stays ''). */
+const dir = (prefix: string) => (prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`);
+
+/** Where a cluster's backups live in a store: everything under it belongs to this one cluster. */
+export const clusterPrefix = (prefix: string, namespace: string, cluster: string) =>
+  `${dir(prefix)}${namespace}/${cluster}/`;
+
+/**
+ * A backup's object and manifest keys: one Backup object (by uid) always writes the same key, so a
+ * redone backup replaces its own earlier attempt and never another's.
+ */
+export const backupKeys = (o: {
+  prefix: string;
+  namespace: string;
+  cluster: string;
+  backup: string;
+  uid: string;
+  compression: Compression;
+  encrypted: boolean;
+}) => {
+  const base = `${clusterPrefix(o.prefix, o.namespace, o.cluster)}${o.backup}-${o.uid.slice(0, 8)}`;
+  return {
+    object: `${base}.rdb${compressionSuffix(o.compression)}${o.encrypted ? '.enc' : ''}`,
+    manifest: `${base}.manifest.json`,
+  };
+};

@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto';
+import { PassThrough, type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { type Compression, compressor, decompressor } from './compression.ts';
+import { decryptor, encryptor } from './encryption.ts';
+import { IntegrityError } from './errors.ts';
+import type { ObjectStore } from './object-store.ts';
+
+export type Stored = {
+  /** Bytes stored (after compression and encryption). */
+  size: number;
+  /** Bytes of the RDB file. */
+  rdbSize: number;
+  /** SHA-256 of the stored bytes, hex. */
+  sha256: string;
+  parts: number;
+};
+
+/** Counts (and optionally hashes) what passes, without holding any of it. */
+const tap = (onChunk: (c: Buffer) => void) =>
+  new Transform({
+    transform(chunk: Buffer, _e, callback) {
+      onChunk(chunk);
+      callback(null, chunk);
+    },
+  });
+
+const stages = (list: (Transform | undefined)[]): Transform[] => list.filter((t): t is Transform => !!t);
+
+/**
+ * RDB stream → compression → optional encryption → SHA-256 → the store's multipart upload, all
+ * streaming: memory is the stages' small buffers plus the upload's parts, whatever the size. A
+ * failure anywhere stops every stage (the source connection is closed) and the upload is aborted.
+ */
+export const storeSnapshot = async (o: {
+  rdb: Readable;
+  store: ObjectStore;
+  key: string;
+  compression: Compression;
+  encryptionKey?: Buffer | undefined;
+  partSize: (index: number) => number;
+  /** Told the RDB bytes read so far, on every chunk (throttle on the other side). */
+  onProgress?: (rdbBytes: number) => void;
+  signal?: AbortSignal;
+}): Promise<Stored> => {
+  let rdbSize = 0;
+  let size = 0;
+  const hash = createHash('sha256');
+  let parts = 0;
+  const chain = stages([
+    tap((c) => {
+      rdbSize += c.length;
+      o.onProgress?.(rdbSize);
+    }),
+    compressor(o.compression),
+    o.encryptionKey ? encryptor(o.encryptionKey) : undefined,
+    tap((c) => {
+      size += c.length;
+      hash.update(c);
+    }),
+  ]);
+  await (pipeline as (...args: unknown[]) => Promise<void>)(
+    o.rdb,
+    ...chain,
+    async (source: AsyncIterable<Buffer>) => {
+      const r = await o.store.upload(o.key, source, {
+        partSize: o.partSize,
+        contentType: 'application/octet-stream',
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
+      parts = r.parts;
+    },
+    ...(o.signal ? [{ signal: o.signal }] : []),
+  );
+  return { size, rdbSize, sha256: hash.digest('hex'), parts };
+};
+
+/**
+ * The reverse: the stored object → SHA-256 check → decryption → decompression → the RDB bytes.
+ * Encrypted objects release only authenticated chunks; the checksum of the whole object is known
+ * only at its end, so the stream errors there (IntegrityError) on a mismatch: a consumer must not
+ * act on the data before the stream ended without error.
+ */
+export const openStored = async (o: {
+  store: ObjectStore;
+  key: string;
+  compression: Compression;
+  encryptionKey?: Buffer | undefined;
+  sha256: string;
+  size?: number;
+  signal?: AbortSignal;
+}): Promise<Readable> => {
+  const body = await o.store.download(o.key, o.signal);
+  const hash = createHash('sha256');
+  let size = 0;
+  const verify = new Transform({
+    transform(chunk: Buffer, _e, callback) {
+      size += chunk.length;
+      hash.update(chunk);
+      callback(null, chunk);
+    },
+    flush(callback) {
+      const sha = hash.digest('hex');
+      if (o.size !== undefined && size !== o.size)
+        return callback(
+          new IntegrityError(
+            'SizeMismatch',
+            `${o.store.url(o.key)} holds ${size} bytes, not the ${o.size} stored`,
+          ),
+        );
+      if (sha !== o.sha256)
+        return callback(
+          new IntegrityError(
+            'ChecksumMismatch',
+            `${o.store.url(o.key)} has SHA-256 ${sha}, not ${o.sha256}: the object changed after it was stored`,
+          ),
+        );
+      callback();
+    },
+  });
+  const out = new PassThrough();
+  (pipeline as (...args: unknown[]) => Promise<void>)(
+    body,
+    ...stages([
+      verify,
+      o.encryptionKey ? decryptor(o.encryptionKey) : undefined,
+      decompressor(o.compression),
+    ]),
+    out,
+  ).catch((error: Error) => out.destroy(error));
+  return out;
+};
