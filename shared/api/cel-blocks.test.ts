@@ -36,4 +36,22 @@ describe('fillCelBlocks', () => {
     expect(() => fillCelBlocks('spec: {}\n', blocks)).toThrow(/lacks the generated block\(s\) config/);
     expect(() => fillCelBlocks('  # generated:config x\n', blocks)).toThrow(/no "# end generated:config"/);
   });
+
+  it('writes a whole schema node (a struct kept once) at the markers’ indentation', () => {
+    const node = { node: { type: 'object', required: ['s3'], properties: { s3: { type: 'string' } } } };
+    const filled = fillCelBlocks(crd(''), { config: node });
+    expect(filled).toBe(
+      crd(
+        [
+          '    type: object',
+          '    required:',
+          '      - s3',
+          '    properties:',
+          '      s3:',
+          '        type: string',
+        ].join('\n'),
+      ),
+    );
+    expect(fillCelBlocks(filled, { config: node })).toBe(filled);
+  });
 });
