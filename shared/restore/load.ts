@@ -1,0 +1,90 @@
+import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connectRedis, type RedisClient } from '../redis/client.ts';
+import { parseInfo } from '../redis/info.ts';
+import { FeedError, startFeed } from './feed.ts';
+
+export type LoadTarget = { host: string; port: number; password: string };
+
+/** What the target says of its link to the feed. */
+const linkOf = async (c: RedisClient) => {
+  const s = parseInfo(String(await c.command('INFO', 'all')));
+  const r = s.replication ?? {};
+  return {
+    replid: r.master_replid,
+    up: r.master_link_status === 'up',
+    syncing: r.master_sync_in_progress === '1',
+    loading: s.persistence?.loading === '1' || s.persistence?.async_loading === '1',
+    keys: Object.values(s.keyspace ?? {}).reduce(
+      (n, db) => n + Number(/(?:^|,)keys=(\d+)/.exec(db)?.[1] ?? 0),
+      0,
+    ),
+  };
+};
+
+/**
+ * Replaces the data set of one running Redis server with an RDB, natively: the server replicates
+ * from a feed (startFeed) that serves the RDB, loads it, and is then promoted back to master with
+ * the loaded data. No restart, no file on the server's disk but the one it writes itself.
+ *
+ * All or nothing: the target receives the RDB into a temporary file and swaps its data set only
+ * once the whole file arrived (`repl-diskless-load disabled`, set here), so a transfer that breaks
+ * leaves its data as it was. While loading it is a replica: it refuses writes.
+ */
+export const loadRdb = async (o: {
+  target: LoadTarget;
+  /** The address the feed listens on, reachable by the target. */
+  feedHost: string;
+  /** The address the target connects from (its pod IP). */
+  targetPeer: string;
+  open: () => Promise<{ rdb: Readable; size?: number }>;
+  timeoutMs?: number;
+  attempts?: number;
+  onProgress?: (bytes: number) => void;
+  signal?: AbortSignal;
+}): Promise<{ bytes: number; keys: number; replid: string }> => {
+  const deadline = Date.now() + (o.timeoutMs ?? 30 * 60_000);
+  const feed = await startFeed({
+    host: o.feedHost,
+    allowFrom: o.targetPeer,
+    password: o.target.password,
+    open: o.open,
+    ...(o.attempts === undefined ? {} : { attempts: o.attempts }),
+    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
+  });
+  const control = await connectRedis({ ...o.target, connectTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+  try {
+    await control.command('CONFIG', 'SET', 'repl-diskless-load', 'disabled');
+    await control.command('CONFIG', 'SET', 'masterauth', o.target.password);
+    await control.command('REPLICAOF', feed.host, String(feed.port));
+    const aborted = new Promise<never>((_, reject) =>
+      o.signal?.addEventListener(
+        'abort',
+        () => reject(new FeedError('Aborted', 'the restore was aborted', true)),
+        {
+          once: true,
+        },
+      ),
+    );
+    aborted.catch(() => undefined);
+    const { bytes } = await Promise.race([feed.sent, aborted]);
+    for (;;) {
+      const link = await linkOf(control);
+      if (link.up && !link.syncing && !link.loading && link.replid === feed.replid) {
+        await control.command('REPLICAOF', 'NO', 'ONE');
+        return { bytes, keys: link.keys, replid: feed.replid };
+      }
+      if (o.signal?.aborted) throw new FeedError('Aborted', 'the restore was aborted', true);
+      if (Date.now() > deadline)
+        throw new FeedError('Timeout', 'the target did not finish loading the RDB in time', true);
+      await sleep(100);
+    }
+  } catch (error) {
+    // Not loaded: it keeps the data it had. A master again, for Tideway to fence and judge as usual.
+    await control.command('REPLICAOF', 'NO', 'ONE').catch(() => undefined);
+    throw error;
+  } finally {
+    control.close();
+    await feed.close();
+  }
+};

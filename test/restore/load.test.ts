@@ -1,0 +1,134 @@
+import { connect } from 'node:net';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSnapshot } from '../../shared/redis/snapshot.ts';
+import { startFeed } from '../../shared/restore/feed.ts';
+import { loadRdb } from '../../shared/restore/load.ts';
+import { contentOf, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
+import { type ServerBuild, startServer, type TestServer } from '../backup/support/servers.ts';
+
+/**
+ * Restoring by replication (issue 13): a running server, told to replicate from Tideway's feed,
+ * loads an RDB natively and is promoted back — every type, TTLs included — and a transfer that
+ * breaks leaves its data as it was. Real servers of each build the test bed runs.
+ */
+describe('loading an RDB into a running server through the replication protocol', () => {
+  const servers: TestServer[] = [];
+  const start = async (o: Parameters<typeof startServer>[0]) => {
+    const s = await startServer(o);
+    servers.push(s);
+    return s;
+  };
+  let source: TestServer;
+  beforeAll(async () => {
+    source = await start({});
+    const c = await source.client();
+    await populate(c);
+    c.close();
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+
+  const snapshotOf = (s: TestServer) => async () => {
+    const snap = await openSnapshot({ host: s.host, port: s.port });
+    return { rdb: snap.rdb, ...(snap.header.form === 'disk' ? { size: snap.header.size } : {}) };
+  };
+
+  for (const build of ['redis-7.0', 'valkey-8.1'] as const satisfies readonly ServerBuild[]) {
+    it(`${build}: replaces the data set with the RDB's, every type and TTL, and serves it as a master`, async () => {
+      // Compared with a source of the same build: XINFO STREAM FULL differs between builds.
+      const from = build === 'redis-7.0' ? source : await start({ build });
+      const c = await from.client();
+      if (from !== source) await populate(c);
+      const expected = await contentOf(c);
+      c.close();
+      const target = await start({ build, password: 'pw' });
+      const t = await target.client();
+      await t.call('SET', 'before-restore', 'x');
+      const result = await loadRdb({
+        target: { host: target.host, port: target.port, password: 'pw' },
+        feedHost: '127.0.0.1',
+        targetPeer: '127.0.0.1',
+        open: snapshotOf(from),
+      });
+      expect(result.bytes).toBeGreaterThan(0);
+      expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
+      expectSameContent(await contentOf(t), expected);
+      expect(await t.call('EXISTS', 'before-restore')).toBe(0);
+      expect(String(await t.call('SET', 'after-restore', '1'))).toBe('OK');
+      t.close();
+    });
+  }
+
+  it('keeps the data set it had when the transfer breaks, and is a master again', async () => {
+    const target = await start({ password: 'pw' });
+    const t = await target.client();
+    await fillRandom(t, 4, 'mine');
+    const before = await contentOf(t);
+    // An RDB that stops half-way: the target never gets a whole file.
+    const broken = async () => {
+      const snap = await snapshotOf(source)();
+      let sent = 0;
+      const cut = Readable.from(
+        (async function* () {
+          for await (const chunk of snap.rdb as AsyncIterable<Buffer>) {
+            sent += chunk.length;
+            if (sent > 2048) throw new Error('the object store went away');
+            yield chunk;
+          }
+        })(),
+      );
+      return { rdb: cut, ...(snap.size === undefined ? {} : { size: snap.size }) };
+    };
+    await expect(
+      loadRdb({
+        target: { host: target.host, port: target.port, password: 'pw' },
+        feedHost: '127.0.0.1',
+        targetPeer: '127.0.0.1',
+        open: broken,
+        attempts: 2,
+        timeoutMs: 30_000,
+      }),
+    ).rejects.toThrow(/went away/);
+    expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
+    expectSameContent(await contentOf(t), before);
+    t.close();
+  });
+
+  it('gives the data to no one but the target, and only with its password', async () => {
+    let opened = 0;
+    const open = async () => {
+      opened++;
+      return { rdb: Readable.from([Buffer.from('REDIS0011')]), size: 9 };
+    };
+    const ask = (feed: { host: string; port: number }, lines: string[], localAddress?: string) =>
+      new Promise<string>((resolve) => {
+        const s = connect({ host: feed.host, port: feed.port, ...(localAddress ? { localAddress } : {}) });
+        let got = '';
+        s.on('data', (d) => {
+          got += d.toString('latin1');
+        });
+        s.on('error', () => resolve(got));
+        s.on('close', () => resolve(got));
+        s.on('connect', () => s.write(lines.join('')));
+        setTimeout(() => s.destroy(), 1000);
+      });
+    const feed = await startFeed({ host: '127.0.0.1', allowFrom: '127.0.0.1', password: 'secret', open });
+    try {
+      const psync = '*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n';
+      expect(await ask(feed, [psync])).toContain('-NOAUTH');
+      expect(await ask(feed, ['*2\r\n$4\r\nAUTH\r\n$5\r\nwrong\r\n', psync])).toContain('-WRONGPASS');
+      // Another address (loopback has many): the connection is closed before anything is read.
+      expect(await ask(feed, ['*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n', psync], '127.0.0.2')).toBe('');
+      expect(opened).toBe(0);
+      // The right peer with the right password gets the data.
+      expect(await ask(feed, ['*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n', psync])).toContain(
+        `+FULLRESYNC ${feed.replid} 0\r\n$9\r\nREDIS0011`,
+      );
+      expect(opened).toBe(1);
+    } finally {
+      await feed.close();
+    }
+  });
+});
