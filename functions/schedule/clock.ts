@@ -1,5 +1,6 @@
 import type { BackupScheduleSpec } from '../../shared/api/generated.ts';
 import { type Cron, nextFire, parseCron } from '../watcher/cron.ts';
+import { dueFires } from '../watcher/ticks.ts';
 
 /** A schedule's cron in its zone, or why there is none (the Ready condition's reason and message). */
 export type ScheduleClock = {
@@ -42,3 +43,10 @@ export const readClock = (spec: Pick<BackupScheduleSpec, 'schedule' | 'timeZone'
 /** The first fire strictly after `after`, 'never', or undefined without a valid cron. */
 export const fireAfter = (clock: ScheduleClock, after: Date) =>
   clock.cron ? nextFire(clock.cron, clock.timeZone, after) : undefined;
+
+/** How many fires fall strictly between two instants (the clock's own bound: at most 10,000). */
+export const firesBetween = (clock: ScheduleClock, after: Date, before: Date): number => {
+  if (!clock.cron || before.getTime() - after.getTime() <= 1) return 0;
+  const due = dueFires(clock.cron, clock.timeZone, after, new Date(before.getTime() - 1));
+  return due ? due.missed + 1 : 0;
+};

@@ -85,8 +85,8 @@ const handleSchedule = async (target: Target, event: CloudEvent<unknown>, ctx: H
  * schedule: makes a Backup for each run of a BackupSchedule (the watcher's schedule ticks), in
  * the schedule's time zone, honouring suspend, concurrencyPolicy and startingDeadlineSeconds and
  * counting missed runs; keeps its status current and prunes its Backups by its retention. Runs on
- * ticks, on changes of the schedule, and on changes and outcomes of its Backups. Level-triggered: the event
- * names the schedule (and the run), everything else is read afresh.
+ * ticks, on changes of the schedule, and on changes and outcomes of its Backups. Level-triggered:
+ * the event names the schedule (and the run), everything else is read afresh.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
   if (ext(event, 'kind') !== 'Backup') {

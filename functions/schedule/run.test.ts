@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideRun, type RunInput } from './run.ts';
+import { countFrom, decideRun, type RunInput } from './run.ts';
 
 const at = (iso: string) => new Date(iso);
 const S = at('2026-11-22T03:00:00Z');
@@ -120,5 +120,47 @@ describe('decideRun', () => {
     const d = decideRun(input({ clusterExists: false }));
     expect(d).toMatchObject({ kind: 'skip', reason: 'ClusterNotFound', missed: 0 });
     expect(d.kind === 'skip' && d.message).toMatch(/spec\.cluster\.name/);
+  });
+});
+
+describe('countFrom', () => {
+  const created = at('2026-11-01T00:00:00Z');
+  const last = at('2026-11-20T03:00:00Z');
+  const ready = (status: string, since: string) => ({ status, lastTransitionTime: since });
+
+  it('counts from the last run handled, or from the creation before the first', () => {
+    expect(countFrom({ scheduledTime: S, lastScheduleTime: last, created, ready: undefined })).toEqual(last);
+    expect(countFrom({ scheduledTime: S, lastScheduleTime: undefined, created, ready: undefined })).toEqual(
+      created,
+    );
+    expect(
+      countFrom({
+        scheduledTime: S,
+        lastScheduleTime: last,
+        created,
+        ready: ready('True', '2026-11-02T00:00:00Z'),
+      }),
+    ).toEqual(last);
+  });
+
+  it('not before the schedule became Ready again: suspended runs were not missed', () => {
+    // Suspended from the 20th, resumed on the 21st at noon: the run on the 21st was not missed.
+    expect(
+      countFrom({
+        scheduledTime: S,
+        lastScheduleTime: last,
+        created,
+        ready: ready('True', '2026-11-21T12:00:00Z'),
+      }),
+    ).toEqual(at('2026-11-21T12:00:00Z'));
+    // The resume not seen yet (the status still says Suspended): nothing before this run counts.
+    expect(
+      countFrom({
+        scheduledTime: S,
+        lastScheduleTime: last,
+        created,
+        ready: ready('False', '2026-11-20T04:00:00Z'),
+      }),
+    ).toEqual(S);
   });
 });

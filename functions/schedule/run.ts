@@ -1,7 +1,13 @@
-/** What the watcher's schedule tick says: a run is due (and how many before it were missed). */
+/** What the watcher's schedule tick says: a run is due (and how many fires it folded in). */
 export type Tick = { scheduledTime: Date; missedBefore: number };
 
-export type RunInput = Tick & {
+export type RunInput = {
+  scheduledTime: Date;
+  /**
+   * Runs due before this one that nobody handled, counted from the status (countFrom), not taken
+   * from the tick: a waiting tick is replaced by a newer one of its schedule, and its count with it.
+   */
+  missedBefore: number;
   now: Date;
   /** The latest run already handled (status.lastScheduleTime). */
   lastScheduleTime: Date | undefined;
@@ -15,6 +21,25 @@ export type RunInput = Tick & {
   made: boolean;
   /** The schedule's other Backups still Pending or Running, oldest first. */
   active: readonly string[];
+};
+
+/**
+ * From when fires before a run count as missed: after the last run handled (or the schedule's
+ * creation), and not before the schedule last became Ready, so runs while it was suspended (or
+ * invalid) are not missed. While the status still says it is not Ready (a resume or a fix not
+ * seen yet), nothing before this run counts.
+ */
+export const countFrom = (o: {
+  scheduledTime: Date;
+  lastScheduleTime: Date | undefined;
+  created: Date;
+  ready: { status: string; lastTransitionTime: string } | undefined;
+}): Date => {
+  const since = o.lastScheduleTime ?? o.created;
+  if (!o.ready) return since;
+  if (o.ready.status !== 'True') return o.scheduledTime;
+  const readySince = new Date(o.ready.lastTransitionTime);
+  return readySince > since ? readySince : since;
 };
 
 /** Reasons of the LastRun condition and of the Events about a run. */
@@ -45,9 +70,9 @@ const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
  * - The run's Backup exists already (made before a crash or a redelivery): just record it.
  * - Suspended: nothing, and nothing recorded.
  * - Late runs: when a later fire is already due, this one is superseded (its own tick follows);
- *   one older than startingDeadlineSeconds is skipped. Both count as missed, with the runs the
- *   watcher folded into this tick (`missedBefore`: fires while it was down). So after downtime
- *   one run is made if the latest is within the deadline, and every older one is counted.
+ *   one older than startingDeadlineSeconds is skipped. Both count as missed, with the runs before
+ *   it nobody handled (`missedBefore`: fires while the operator was down). So after downtime one
+ *   run is made if the latest is within the deadline, and every older one is counted once.
  * - No cluster: skipped, with a reason that names it.
  * - Another Backup of the schedule still Pending or Running: Forbid skips this run, Replace
  *   deletes those and makes this one.

@@ -1,9 +1,14 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
-import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
+import {
+  type Condition,
+  type ConditionInput,
+  findCondition,
+  setCondition,
+} from '../../shared/kube/conditions.ts';
 import type { EventRecorder } from '../../shared/kube/events.ts';
 import { type HandlerContext, TerminalError } from '../../shared/runtime/handler.ts';
-import { fireAfter, type ScheduleClock } from './clock.ts';
+import { fireAfter, firesBetween, type ScheduleClock } from './clock.ts';
 import {
   clusterExists,
   createBackup,
@@ -12,7 +17,7 @@ import {
   listScheduleBackups,
 } from './kube.ts';
 import { backupName, rfc3339 } from './names.ts';
-import { decideRun, RunReason, type Tick } from './run.ts';
+import { countFrom, decideRun, RunReason, type Tick } from './run.ts';
 import { isActive, ownedBackupOf } from './summary.ts';
 
 const zTick = z.looseObject({
@@ -57,10 +62,17 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
 
   const namespace = schedule.metadata.namespace ?? '';
   const name = backupName(schedule.metadata.name, at);
+  const from = countFrom({
+    scheduledTime: at,
+    lastScheduleTime: last,
+    created: new Date(schedule.metadata.creationTimestamp ?? at),
+    ready: findCondition(schedule.status?.conditions as Condition[] | undefined, 'Ready'),
+  });
   const owned = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
   const active = owned.filter((b) => isActive(b) && b.name !== name);
   const decision = decideRun({
-    ...tick,
+    scheduledTime: at,
+    missedBefore: firesBetween(clock, from, at),
     now,
     lastScheduleTime: last,
     suspend: spec.suspend ?? false,
