@@ -79,10 +79,10 @@ export const failOver = async (o: {
       200,
     );
 
-  // The server process the judgement was about (the probe does not keep run_id): from here on, a
-  // restart of the target shows as another run_id.
+  // The server process the judgement was about (the probe's run_id): a restart of the target
+  // since the probe, or from here on, shows as another run_id.
   const seen = await onInstance(ip, o.password, identify);
-  const early = changedSince(judged, seen);
+  const early = changedSince(judged, seen, target.runId);
   if (early) throw changed(early);
 
   // Fence the old master first, as far as Kubernetes can: off the master Service, so no new

@@ -131,6 +131,24 @@ describe('topology plan', () => {
     expect(plan.blocked.join()).toMatch(/c-0 came back with less data than c-1/);
   });
 
+  it('judges a fenced master behind only against instances of the cluster history', () => {
+    // c-2 holds more, but of another history (an old volume): it does not make c-0 "behind".
+    const stranger = replica('c-2', 2, 500, '127.0.0.1');
+    const foreign = { ...stranger, replication: { ...stranger.replication, replid: 'other' } } as Instance;
+    const plan = planTopology(
+      [
+        replica('c-0', 0, 100, '127.0.0.1', 'master'),
+        replica('c-1', 1, 100, '10.0.0.10', 'replica'),
+        foreign,
+      ],
+      'c-0',
+      3,
+      { id: 'r' },
+    );
+    expect(plan.blocked.join()).not.toMatch(/less data/);
+    expect(plan.commands).toContainEqual({ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] });
+  });
+
   it("never promotes when the recorded master's pod is absent (between a delete and its re-creation)", () => {
     const plan = planTopology(
       [replica('c-1', 1, 100, '10.0.0.10', 'replica'), replica('c-2', 2, 100, '10.0.0.10', 'replica')],

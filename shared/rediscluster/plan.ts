@@ -101,7 +101,7 @@ export const planTopology = (
       m = leader;
     }
   }
-  const behind = masterBehind(instances, m);
+  const behind = masterBehind(instances, m, history);
   if (m && behind)
     blocked.push(
       `${m.pod} came back with less data than ${behind.pod}: it stays fenced; health decides on a failover`,

@@ -22,6 +22,8 @@ export type Instance = {
   keys?: number;
   version?: string;
   product?: 'redis' | 'valkey';
+  /** The server process (INFO run_id): another one means it restarted since. */
+  runId?: string;
   error?: string;
   /** Which of the passwords given to the probe the server accepted (an index, never the password). */
   password?: number;
@@ -38,7 +40,7 @@ const podReady = (p: V1Pod) =>
  */
 export const fromInfo = (
   info: string,
-): Pick<Instance, 'replication' | 'keys' | 'version' | 'product' | 'error'> => {
+): Pick<Instance, 'replication' | 'keys' | 'version' | 'product' | 'error' | 'runId'> => {
   const sections = parseInfo(info);
   const persistence = sections.persistence ?? {};
   if (persistence.loading === '1' || persistence.async_loading === '1')
@@ -48,7 +50,13 @@ export const fromInfo = (
     (n, db) => n + Number(/(?:^|,)keys=(\d+)/.exec(db)?.[1] ?? 0),
     0,
   );
-  return { replication: parseReplication(sections), keys, version: v.version, product: v.product };
+  return {
+    replication: parseReplication(sections),
+    keys,
+    version: v.version,
+    product: v.product,
+    ...(sections.server?.run_id ? { runId: sections.server.run_id } : {}),
+  };
 };
 
 /** The server refused the password (any other error is not about the password). */
