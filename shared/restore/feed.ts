@@ -38,6 +38,18 @@ const sameSecret = (given: string, want: string) => {
   return a.length === b.length && timingSafeEqual(a, b);
 };
 
+/** The socket can take more, or is gone; no listener is left behind either way. */
+const drained = (socket: Socket) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
+
 /** The peer's IPv4 address as a Service or pod IP is written (without `::ffff:`). */
 const peerOf = (s: Socket) => (s.remoteAddress ?? '').replace(/^::ffff:/, '');
 
@@ -88,7 +100,7 @@ export const startFeed = async (o: {
       bytes += chunk.length;
       if (size !== undefined && bytes > size)
         throw new FeedError('SizeMismatch', `the RDB is longer than the ${size} bytes announced`, false);
-      if (!socket.write(chunk)) await Promise.race([once(socket, 'drain'), once(socket, 'close')]);
+      if (!socket.write(chunk)) await drained(socket);
       o.onProgress?.(bytes);
     }
     if (size !== undefined && bytes !== size)

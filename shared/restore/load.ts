@@ -27,9 +27,12 @@ const linkOf = async (c: RedisClient) => {
  * from a feed (startFeed) that serves the RDB, loads it, and is then promoted back to master with
  * the loaded data. No restart, no file on the server's disk but the one it writes itself.
  *
- * All or nothing: the target receives the RDB into a temporary file and swaps its data set only
- * once the whole file arrived (`repl-diskless-load disabled`, set here), so a transfer that breaks
- * leaves its data as it was. While loading it is a replica: it refuses writes.
+ * All or nothing, either way (`mode`): `disk` (default) receives the RDB into a temporary file
+ * and swaps the data set only once the whole file arrived (`repl-diskless-load disabled`);
+ * `memory` parses the RDB straight from the socket into a second data set and keeps the old one
+ * until the end (`swapdb`): about native load speed, but the server briefly holds both data sets.
+ * A transfer that breaks leaves the data as it was. While loading the server is a replica: it
+ * refuses writes.
  */
 export const loadRdb = async (o: {
   target: LoadTarget;
@@ -38,6 +41,7 @@ export const loadRdb = async (o: {
   /** The address the target connects from (its pod IP). */
   targetPeer: string;
   open: () => Promise<{ rdb: Readable; size?: number }>;
+  mode?: 'disk' | 'memory';
   timeoutMs?: number;
   attempts?: number;
   onProgress?: (bytes: number) => void;
@@ -54,7 +58,7 @@ export const loadRdb = async (o: {
   });
   const control = await connectRedis({ ...o.target, connectTimeoutMs: 5000, commandTimeoutMs: 10_000 });
   try {
-    await control.command('CONFIG', 'SET', 'repl-diskless-load', 'disabled');
+    await control.command('CONFIG', 'SET', 'repl-diskless-load', o.mode === 'memory' ? 'swapdb' : 'disabled');
     await control.command('CONFIG', 'SET', 'masterauth', o.target.password);
     await control.command('REPLICAOF', feed.host, String(feed.port));
     const aborted = new Promise<never>((_, reject) =>

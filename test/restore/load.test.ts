@@ -35,66 +35,72 @@ describe('loading an RDB into a running server through the replication protocol'
     return { rdb: snap.rdb, ...(snap.header.form === 'disk' ? { size: snap.header.size } : {}) };
   };
 
-  for (const build of ['redis-7.0', 'valkey-8.1'] as const satisfies readonly ServerBuild[]) {
-    it(`${build}: replaces the data set with the RDB's, every type and TTL, and serves it as a master`, async () => {
-      // Compared with a source of the same build: XINFO STREAM FULL differs between builds.
-      const from = build === 'redis-7.0' ? source : await start({ build });
-      const c = await from.client();
-      if (from !== source) await populate(c);
-      const expected = await contentOf(c);
-      c.close();
-      const target = await start({ build, password: 'pw' });
-      const t = await target.client();
-      await t.call('SET', 'before-restore', 'x');
-      const result = await loadRdb({
-        target: { host: target.host, port: target.port, password: 'pw' },
-        feedHost: '127.0.0.1',
-        targetPeer: '127.0.0.1',
-        open: snapshotOf(from),
+  for (const build of ['redis-7.0', 'valkey-8.1'] as const satisfies readonly ServerBuild[])
+    for (const mode of ['disk', 'memory'] as const) {
+      it(`${build}, ${mode}: replaces the data set with the RDB's, every type and TTL, and serves it as a master`, async () => {
+        // Compared with a source of the same build: XINFO STREAM FULL differs between builds.
+        const from = build === 'redis-7.0' ? source : await start({ build });
+        const c = await from.client();
+        if (from !== source) await populate(c);
+        const expected = await contentOf(c);
+        c.close();
+        const target = await start({ build, password: 'pw' });
+        const t = await target.client();
+        await t.call('SET', 'before-restore', 'x');
+        const result = await loadRdb({
+          target: { host: target.host, port: target.port, password: 'pw' },
+          feedHost: '127.0.0.1',
+          targetPeer: '127.0.0.1',
+          open: snapshotOf(from),
+          mode,
+        });
+        expect(result.bytes).toBeGreaterThan(0);
+        expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
+        expectSameContent(await contentOf(t), expected);
+        expect(await t.call('EXISTS', 'before-restore')).toBe(0);
+        expect(String(await t.call('SET', 'after-restore', '1'))).toBe('OK');
+        t.close();
       });
-      expect(result.bytes).toBeGreaterThan(0);
-      expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
-      expectSameContent(await contentOf(t), expected);
-      expect(await t.call('EXISTS', 'before-restore')).toBe(0);
-      expect(String(await t.call('SET', 'after-restore', '1'))).toBe('OK');
-      t.close();
-    });
-  }
+    }
 
-  it('keeps the data set it had when the transfer breaks, and is a master again', async () => {
-    const target = await start({ password: 'pw' });
-    const t = await target.client();
-    await fillRandom(t, 4, 'mine');
-    const before = await contentOf(t);
-    // An RDB that stops half-way: the target never gets a whole file.
-    const broken = async () => {
-      const snap = await snapshotOf(source)();
-      let sent = 0;
-      const cut = Readable.from(
-        (async function* () {
-          for await (const chunk of snap.rdb as AsyncIterable<Buffer>) {
-            sent += chunk.length;
-            if (sent > 2048) throw new Error('the object store went away');
-            yield chunk;
-          }
-        })(),
-      );
-      return { rdb: cut, ...(snap.size === undefined ? {} : { size: snap.size }) };
-    };
-    await expect(
-      loadRdb({
-        target: { host: target.host, port: target.port, password: 'pw' },
-        feedHost: '127.0.0.1',
-        targetPeer: '127.0.0.1',
-        open: broken,
-        attempts: 2,
-        timeoutMs: 30_000,
-      }),
-    ).rejects.toThrow(/went away/);
-    expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
-    expectSameContent(await contentOf(t), before);
-    t.close();
-  });
+  it.each(['disk', 'memory'] as const)(
+    '%s: keeps the data set it had when the transfer breaks, and is a master again',
+    async (mode) => {
+      const target = await start({ password: 'pw' });
+      const t = await target.client();
+      await fillRandom(t, 4, 'mine');
+      const before = await contentOf(t);
+      // An RDB that stops half-way: the target never gets a whole file.
+      const broken = async () => {
+        const snap = await snapshotOf(source)();
+        let sent = 0;
+        const cut = Readable.from(
+          (async function* () {
+            for await (const chunk of snap.rdb as AsyncIterable<Buffer>) {
+              sent += chunk.length;
+              if (sent > 2048) throw new Error('the object store went away');
+              yield chunk;
+            }
+          })(),
+        );
+        return { rdb: cut, ...(snap.size === undefined ? {} : { size: snap.size }) };
+      };
+      await expect(
+        loadRdb({
+          target: { host: target.host, port: target.port, password: 'pw' },
+          feedHost: '127.0.0.1',
+          targetPeer: '127.0.0.1',
+          open: broken,
+          mode,
+          attempts: 2,
+          timeoutMs: 30_000,
+        }),
+      ).rejects.toThrow(/went away/);
+      expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
+      expectSameContent(await contentOf(t), before);
+      t.close();
+    },
+  );
 
   it('gives the data to no one but the target, and only with its password', async () => {
     let opened = 0;
