@@ -42,6 +42,24 @@ describe('watcher events', () => {
     expect(e).toMatchObject({ kind: 'RedisCluster', name: 'cache', cause: 'Pod/prod/cache-1' });
   });
 
+  it('names the cluster a Backup or Restore acts on (the `cluster` extension), and no other kind’s', () => {
+    const of = (kind: string, spec: unknown) =>
+      resourceEvent('/s', {
+        type: 'updated',
+        watched: WATCHED.find((w) => w.kind === kind)!,
+        obj: { metadata: { name: 'b1', namespace: 'prod', uid: 'u', resourceVersion: '3' }, spec },
+      })!;
+    const backup = of('Backup', { cluster: { name: 'cache' } });
+    expect(backup.validate()).toBe(true);
+    expect(backup).toMatchObject({ kind: 'Backup', name: 'b1', cluster: 'cache' });
+    expect(of('Restore', { cluster: { name: 'cache' } })).toMatchObject({
+      kind: 'Restore',
+      cluster: 'cache',
+    });
+    expect(of('BackupSchedule', { cluster: { name: 'cache' } }).cluster).toBeUndefined();
+    expect(of('Backup', {}).cluster).toBeUndefined();
+  });
+
   it('gives a tick one id per slot', () => {
     const t1 = tickEvent('/s', 'dev.tideway.tick.health', 'RedisCluster', obj, '100');
     expect(t1.validate()).toBe(true);

@@ -8,6 +8,19 @@ export const traceparent = () => `00-${randomBytes(16).toString('hex')}-${random
 
 export type Change = { type: 'added' | 'updated' | 'deleted'; watched: Watched; obj: KubeObj };
 
+/** Kinds that act on a RedisCluster named in their spec (spec.cluster.name). */
+const CLUSTER_SCOPED = new Set(['Backup', 'Restore']);
+
+/**
+ * The RedisCluster a Backup or Restore acts on, for the `cluster` extension: its handler locks
+ * that cluster (lockKey), so it never runs beside the cluster's reconcile or health.
+ */
+const clusterOf = (kind: string, obj: KubeObj): string | undefined => {
+  if (!CLUSTER_SCOPED.has(kind)) return undefined;
+  const name = (obj.spec as { cluster?: { name?: unknown } } | undefined)?.cluster?.name;
+  return typeof name === 'string' && name ? name : undefined;
+};
+
 /** A resource event: ids are deterministic, so a republished change is a JetStream duplicate. */
 export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | undefined => {
   const about = c.watched.about(c.obj);
@@ -15,6 +28,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
   if (!about) return undefined;
   const type = EventType[c.type];
   const own = c.watched.kind === about.kind;
+  const cluster = own ? clusterOf(c.watched.kind, c.obj) : undefined;
   return new CloudEvent({
     specversion: '1.0',
     id:
@@ -33,6 +47,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
     ...(own && m.generation !== undefined ? { generation: String(m.generation) } : {}),
     ...(m.resourceVersion ? { resourceversion: m.resourceVersion } : {}),
     ...(own ? {} : { cause: `${c.watched.kind}/${m.namespace}/${m.name}` }),
+    ...(cluster ? { cluster } : {}),
     traceparent: traceparent(),
     data: {
       kind: c.watched.kind,

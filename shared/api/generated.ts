@@ -50,6 +50,27 @@ export const zBackupStatus = z.looseObject({
   rdbSize: z.number().int().optional(),
   sha256: z.string().max(64).optional(),
   redisVersion: z.string().max(64).optional(),
+  duration: z.string().max(32).optional(),
+  source: z.string().max(253).optional(),
+  attempts: z.number().int().min(0).optional(),
+  pendingAbort: z.string().max(2048).optional(),
+  store: z.looseObject({
+    s3: z.looseObject({
+      bucket: z.string().min(3).max(63).regex(new RegExp("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")),
+      prefix: z.string().max(512).optional(),
+      region: z.string().max(64).optional(),
+      endpoint: z.string().max(512).optional(),
+      forcePathStyle: z.boolean().optional(),
+      credentialsSecret: z.looseObject({
+        name: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+      }),
+      serverSideEncryption: z.enum(["","AES256","aws:kms"]).optional(),
+    }),
+    compression: z.enum(["zstd","gzip","none"]).optional(),
+    encryption: z.looseObject({
+      secretName: z.string().max(253).optional(),
+    }).optional(),
+  }).optional(),
   progress: z.looseObject({
     bytes: z.number().int().min(0).optional(),
     percent: z.number().int().min(0).max(100).optional(),

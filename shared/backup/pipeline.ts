@@ -25,6 +25,23 @@ const tap = (onChunk: (c: Buffer) => void) =>
     },
   });
 
+/**
+ * Holds the stream to `bytesPerSecond` on average (the backup's bandwidth limit): a chunk that
+ * comes early is passed on once the budget allows it. Backpressure does the rest.
+ */
+const throttle = (bytesPerSecond: number) => {
+  const started = performance.now();
+  let bytes = 0;
+  return new Transform({
+    transform(chunk: Buffer, _e, callback) {
+      bytes += chunk.length;
+      const early = (bytes / bytesPerSecond) * 1000 - (performance.now() - started);
+      if (early > 1) setTimeout(() => callback(null, chunk), early);
+      else callback(null, chunk);
+    },
+  });
+};
+
 const stages = (list: (Transform | undefined)[]): Transform[] => list.filter((t): t is Transform => !!t);
 
 /**
@@ -41,6 +58,8 @@ export const storeSnapshot = async (o: {
   partSize: (index: number) => number;
   /** Told the RDB bytes read so far, on every chunk (throttle on the other side). */
   onProgress?: (rdbBytes: number) => void;
+  /** Bandwidth limit for the RDB stream; unlimited when undefined. */
+  maxBytesPerSecond?: number | undefined;
   signal?: AbortSignal;
 }): Promise<Stored> => {
   let rdbSize = 0;
@@ -48,6 +67,7 @@ export const storeSnapshot = async (o: {
   const hash = createHash('sha256');
   let parts = 0;
   const chain = stages([
+    o.maxBytesPerSecond ? throttle(o.maxBytesPerSecond) : undefined,
     tap((c) => {
       rdbSize += c.length;
       o.onProgress?.(rdbSize);

@@ -41,6 +41,8 @@ export const resolveStore = async (o: {
   kube: KubeConfig;
   namespace: string;
   spec: BackupStoreSpec;
+  /** Deleting and aborting need no encryption key: a lost key must not keep objects forever. */
+  withoutKey?: boolean;
   onAbortFailed?: (key: string, error: unknown) => void;
 }): Promise<ResolvedStore> => {
   const { s3 } = o.spec;
@@ -60,7 +62,7 @@ export const resolveStore = async (o: {
 
   let encryption: ResolvedStore['encryption'];
   const encName = o.spec.encryption?.secretName ?? '';
-  if (encName) {
+  if (encName && !o.withoutKey) {
     const enc = await readSecret(o.kube, o.namespace, encName);
     if (!enc)
       throw new ConfigurationError(

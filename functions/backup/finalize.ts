@@ -1,0 +1,75 @@
+import { StoreError } from '../../shared/backup/errors.ts';
+import {
+  BACKUP_FINALIZER,
+  hasBackupFinalizer,
+  type LoadedBackup,
+  readCluster,
+  setBackupFinalizers,
+} from '../../shared/backup/kube.ts';
+import { type BackupStoreSpec, resolveStore } from '../../shared/backup/store-config.ts';
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { recordEvents } from './report.ts';
+import { keysOf } from './run.ts';
+
+/** The store a Backup wrote to (recorded when it started), else the one it would write to. */
+const storeOf = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<BackupStoreSpec | undefined> =>
+  (loaded.backup.status?.store as BackupStoreSpec | undefined) ??
+  loaded.backup.spec.store ??
+  (await readCluster(ctx.kube, loaded.key.namespace, loaded.backup.spec.cluster.name))?.spec.backup?.store;
+
+/**
+ * A deleted Backup: with deletionPolicy Delete its object, its manifest and any unfinished upload
+ * of it go first, then the finalizer. A store that cannot be reached keeps the Backup (retried);
+ * one that refuses for good (the Secret or bucket gone, the credentials revoked) is reported in a
+ * Warning Event and the Backup goes: a deletion must not hang forever on what cannot change.
+ */
+export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
+  const { backup } = loaded;
+  if (!hasBackupFinalizer(backup)) return done;
+  if ((backup.spec.deletionPolicy ?? 'Delete') === 'Delete') {
+    const spec = await storeOf(loaded, ctx);
+    if (spec) {
+      const keys = keysOf(loaded, spec);
+      try {
+        const { store } = await resolveStore({
+          kube: ctx.kube,
+          namespace: loaded.key.namespace,
+          spec,
+          withoutKey: true,
+        });
+        ctx.fence();
+        await store.abortUnfinished(keys.object);
+        await store.delete(keys.object);
+        await store.delete(keys.manifest);
+        await recordEvents(ctx, loaded, undefined, {
+          type: 'Normal',
+          reason: 'Deleted',
+          note: `deleted ${store.url(keys.object)} and its manifest`,
+        });
+      } catch (error) {
+        if (error instanceof StoreError && error.retry)
+          return retryAfter(5000, `ObjectNotDeleted: ${error.message}`);
+        // Anything not known to be final (an API error, say) is retried.
+        if ((error as { retry?: unknown }).retry !== false) throw error;
+        await recordEvents(ctx, loaded, undefined, {
+          type: 'Warning',
+          reason: 'ObjectNotDeleted',
+          note: `the stored object ${keys.object} could not be deleted and stays: ${(error as Error).message}`,
+        });
+      }
+    }
+  } else {
+    await recordEvents(ctx, loaded, undefined, {
+      type: 'Normal',
+      reason: 'Retained',
+      note: `deletionPolicy Retain: ${backup.status?.location ?? 'the stored object'} stays`,
+    });
+  }
+  ctx.fence();
+  await setBackupFinalizers(
+    ctx.kube,
+    backup,
+    (backup.metadata.finalizers ?? []).filter((f) => f !== BACKUP_FINALIZER),
+  );
+  return done;
+};

@@ -1,0 +1,316 @@
+import type { CloudEvent } from 'cloudevents';
+import type { RedisCluster } from '../../shared/api/generated.ts';
+import { ConfigurationError } from '../../shared/backup/errors.ts';
+import {
+  BACKUP_FINALIZER,
+  hasBackupFinalizer,
+  isBackupOutcome,
+  type LoadedBackup,
+  loadBackup,
+  readCluster,
+  setBackupFinalizers,
+} from '../../shared/backup/kube.ts';
+import { backupSources, noSourceReason, type SourcePreference } from '../../shared/backup/sources.ts';
+import { type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
+import { passwordsOf } from '../../shared/rediscluster/auth.ts';
+import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
+import { probeInstances } from '../../shared/rediscluster/probe.ts';
+import {
+  done,
+  type HandlerContext,
+  LockLostError,
+  type Outcome,
+  retryAfter,
+  TemporaryError,
+} from '../../shared/runtime/handler.ts';
+import { failureOf } from './failure.ts';
+import { finalizeBackup } from './finalize.ts';
+import {
+  completedStatus,
+  type Failure,
+  formatDuration,
+  percentOf,
+  publishOutcome,
+  recordEvents,
+  recordMetrics,
+  withCondition,
+} from './report.ts';
+import { keysOf, storeSpecOf, takeBackup } from './run.ts';
+
+/** How long a Backup waits for its cluster to have an instance to take a snapshot from. */
+const SOURCE_WAIT_MS = 10 * 60_000;
+
+export { lockKey } from './lock-key.ts';
+
+const iso = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z');
+const attemptsLimit = (env: HandlerContext['env']) => Math.max(1, Number(env.TIDEWAY_BACKUP_ATTEMPTS) || 5);
+
+/**
+ * A Backup that failed for good: phase Failed, the reason and what to do, Events, the
+ * `dev.tideway.backup.failed` CloudEvent. When an upload could not be aborted (the store was
+ * unreachable), the Backup keeps `pendingAbort` and the run is retried until the abort goes
+ * through: no parts are left behind for good.
+ */
+const failBackup = async (
+  loaded: LoadedBackup,
+  ctx: HandlerContext,
+  event: CloudEvent<unknown>,
+  f: Failure,
+  rc: RedisCluster | undefined,
+  unfinished?: { resolved: ResolvedStore; key: string },
+): Promise<Outcome> => {
+  let pendingAbort: string | undefined;
+  if (unfinished)
+    await unfinished.resolved.store.abortUnfinished(unfinished.key).catch((error: { retry?: unknown }) => {
+      // A store that refuses for good (bucket gone, credentials revoked) will never take it.
+      if (error?.retry !== false) pendingAbort = unfinished.key;
+    });
+  const now = ctx.clock();
+  const message = f.message.slice(0, 4000);
+  ctx.fence();
+  await loaded.writeStatus((s) => {
+    const { pendingAbort: _p, ...rest } = s;
+    return withCondition(
+      {
+        ...rest,
+        phase: 'Failed',
+        error: { reason: f.reason, message },
+        ...(pendingAbort ? { pendingAbort } : {}),
+        observedGeneration: loaded.backup.metadata.generation,
+      },
+      'False',
+      { reason: f.reason, message },
+      loaded.backup.metadata.generation,
+      now,
+    );
+  });
+  ctx.log.warn('backup failed', { reason: f.reason, message });
+  await recordEvents(ctx, loaded, rc, { type: 'Warning', reason: 'Failed', note: `${f.reason}: ${message}` });
+  await publishOutcome(ctx, loaded, event.source, 'failed', { reason: f.reason, message });
+  recordMetrics(ctx, loaded, undefined, 0);
+  return pendingAbort ? retryAfter(10_000, 'AbortPending') : done;
+};
+
+/** A failed Backup whose upload could not be aborted: try again, until the store answers. */
+const abortPending = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
+  const key = loaded.backup.status?.pendingAbort ?? '';
+  const spec = loaded.backup.status?.store;
+  try {
+    if (spec) {
+      const { store } = await resolveStore({
+        kube: ctx.kube,
+        namespace: loaded.key.namespace,
+        spec,
+        withoutKey: true,
+      });
+      await store.abortUnfinished(key);
+    }
+  } catch (error) {
+    if ((error as { retry?: unknown }).retry !== false)
+      return retryAfter(10_000, `AbortPending: ${(error as Error).message}`);
+    ctx.log.warn('the unfinished upload cannot be aborted', { key, error });
+  }
+  ctx.fence();
+  await loaded.writeStatus((s) => {
+    const { pendingAbort: _p, ...rest } = s;
+    return rest;
+  });
+  return done;
+};
+
+/**
+ * backup: takes an RDB snapshot of a RedisCluster over the replication protocol (an in-sync
+ * replica unless `source: master`) and streams it, compressed, optionally encrypted and
+ * checksummed, into the store; progress in status while it runs, then where it is and what it
+ * holds. Bad input fails at once with a reason that names the fix; transient failures are retried
+ * up to TIDEWAY_BACKUP_ATTEMPTS attempts, each aborting its upload.
+ */
+export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  const loaded = await loadBackup(event, ctx);
+  if (isBackupOutcome(loaded)) return loaded;
+  const { backup, key, writeStatus } = loaded;
+  if (backup.metadata.deletionTimestamp) return finalizeBackup(loaded, ctx);
+  if (!hasBackupFinalizer(backup)) {
+    // First the finalizer, so nothing can be stored that deleting the Backup would not remove.
+    ctx.fence();
+    await setBackupFinalizers(ctx.kube, backup, [...(backup.metadata.finalizers ?? []), BACKUP_FINALIZER]);
+    return done; // the update is an event of its own
+  }
+  const status = backup.status ?? {};
+  if (status.phase === 'Completed') return done;
+  if (status.phase === 'Failed') return status.pendingAbort ? abortPending(loaded, ctx) : done;
+  const generation = backup.metadata.generation;
+  const cluster = backup.spec.cluster.name;
+
+  // What only the user can fix fails at once.
+  const rc = await readCluster(ctx.kube, key.namespace, cluster);
+  if (!rc)
+    return failBackup(
+      loaded,
+      ctx,
+      event,
+      {
+        reason: 'ClusterNotFound',
+        message: `RedisCluster ${cluster} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster.name`,
+      },
+      undefined,
+    );
+  let spec: ReturnType<typeof storeSpecOf>;
+  let resolved: ResolvedStore;
+  try {
+    spec = storeSpecOf(loaded, rc);
+    resolved = await resolveStore({
+      kube: ctx.kube,
+      namespace: key.namespace,
+      spec,
+      onAbortFailed: (object, error) => ctx.log.warn('an upload could not be aborted', { object, error }),
+    });
+  } catch (error) {
+    if (error instanceof ConfigurationError) return failBackup(loaded, ctx, event, error, rc);
+    throw error;
+  }
+
+  // A source to take the snapshot from; waiting for one (a cluster still starting) is no attempt.
+  const passwords = passwordsOf(await readAuth(ctx.kube, rc, false));
+  const preference = (backup.spec.source ?? 'prefer-replica') as SourcePreference;
+  const instances = await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), passwords);
+  const sources = backupSources(instances, { source: preference, master: rc.status?.master });
+  const now = ctx.clock();
+  if (sources.length === 0) {
+    const message = `RedisCluster ${cluster} has no instance to take a snapshot from: ${noSourceReason(instances, { source: preference, master: rc.status?.master })}`;
+    const created = new Date(backup.metadata.creationTimestamp ?? now).getTime();
+    if (now.getTime() - created > SOURCE_WAIT_MS)
+      return failBackup(loaded, ctx, event, { reason: 'NoSource', message }, rc);
+    ctx.fence();
+    await writeStatus((s) =>
+      withCondition(
+        { ...s, phase: 'Pending' },
+        'False',
+        { reason: 'WaitingForSource', message },
+        generation,
+        now,
+      ),
+    );
+    return retryAfter(5000, 'WaitingForSource');
+  }
+
+  const max = attemptsLimit(ctx.env);
+  const attempt = (status.attempts ?? 0) + 1;
+  if (attempt > max)
+    return failBackup(
+      loaded,
+      ctx,
+      event,
+      {
+        reason: 'RetriesExhausted',
+        message: `gave up after ${max} attempts that did not finish (the function was stopped or crashed): ${status.error?.message ?? 'no error recorded'}`,
+      },
+      rc,
+      { resolved, key: keysOf(loaded, spec).object },
+    );
+  const started = status.startedAt ? new Date(status.startedAt) : now;
+  ctx.fence();
+  await writeStatus((s) =>
+    withCondition(
+      {
+        ...s,
+        phase: 'Running',
+        startedAt: iso(started),
+        attempts: attempt,
+        progress: { bytes: 0 },
+        store: spec,
+      },
+      'False',
+      { reason: 'Running', message: `attempt ${attempt} of ${max}` },
+      generation,
+      now,
+    ),
+  );
+
+  try {
+    const t = await takeBackup({
+      ctx,
+      loaded,
+      rc,
+      passwords,
+      sources,
+      spec,
+      resolved,
+      started,
+      onSource: (source) =>
+        writeStatus((s) => ({ ...s, source: source.pod, progress: { bytes: 0 } })).then(() => undefined),
+      onProgress: (bytes, total) => {
+        ctx.fence();
+        const percent = percentOf(bytes, total);
+        return writeStatus((s) =>
+          s.phase === 'Running'
+            ? { ...s, progress: { bytes, ...(percent !== undefined ? { percent } : {}) } }
+            : undefined,
+        ).then(() => undefined);
+      },
+      onSourceLost: (source, error) =>
+        recordEvents(ctx, loaded, undefined, {
+          type: 'Warning',
+          reason: 'SourceLost',
+          note: `${source.pod}: ${error.message}; trying another instance`,
+        }),
+    });
+    const end = ctx.clock();
+    ctx.fence();
+    await writeStatus((s) => completedStatus(s, t, { started, now: end, generation, store: spec }));
+    const took = end.getTime() - started.getTime();
+    ctx.log.info('backup completed', {
+      location: t.location,
+      size: t.size,
+      rdbSize: t.rdbSize,
+      source: t.source.pod,
+    });
+    await recordEvents(ctx, loaded, rc, {
+      type: 'Normal',
+      reason: 'Completed',
+      note: `${t.size} bytes at ${t.location} in ${formatDuration(took)} (from ${t.source.pod})`,
+    });
+    await publishOutcome(ctx, loaded, event.source, 'completed', {
+      location: t.location,
+      size: t.size,
+      rdbSize: t.rdbSize,
+      sha256: t.sha256,
+      redisVersion: t.manifest.redis.version,
+      source: t.source.pod,
+      completedAt: iso(end),
+    });
+    recordMetrics(ctx, loaded, t, took);
+    return done;
+  } catch (error) {
+    if (error instanceof LockLostError || ctx.signal.aborted) throw error;
+    const f = failureOf(error);
+    // Whatever an attempt of this Backup left in the store goes (a crash, an abort that failed).
+    const unfinished = { resolved, key: keysOf(loaded, spec).object };
+    if (!f.retry || attempt >= max)
+      return failBackup(
+        loaded,
+        ctx,
+        event,
+        f.retry ? { reason: f.reason, message: `gave up after ${attempt} attempts: ${f.message}` } : f,
+        rc,
+        unfinished,
+      );
+    const at = ctx.clock();
+    ctx.fence();
+    await writeStatus((s) =>
+      withCondition(
+        { ...s, error: { reason: f.reason, message: f.message.slice(0, 4000) } },
+        'False',
+        { reason: 'Retrying', message: `attempt ${attempt} of ${max} failed: ${f.message}`.slice(0, 4000) },
+        generation,
+        at,
+      ),
+    );
+    await recordEvents(ctx, loaded, undefined, {
+      type: 'Warning',
+      reason: 'AttemptFailed',
+      note: `attempt ${attempt} of ${max}: ${f.reason}: ${f.message}`,
+    });
+    throw new TemporaryError(f.reason, f.message);
+  }
+};

@@ -1,0 +1,152 @@
+import { EventsV1Api } from '@kubernetes/client-node';
+import { CloudEvent } from 'cloudevents';
+import type { RedisCluster } from '../../shared/api/generated.ts';
+import type { BackupStatus, LoadedBackup } from '../../shared/backup/kube.ts';
+import { eventId } from '../../shared/events/event-id.ts';
+import { EventType } from '../../shared/events/types.ts';
+import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
+import { eventRecorder } from '../../shared/kube/events.ts';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import type { Taken } from './run.ts';
+
+/** The condition that says how a Backup ended (also the runtime's failureCondition). */
+export const CONDITION = 'Completed';
+
+export type Failure = { reason: string; message: string };
+
+/** `12.3s`: how long, for people. */
+export const formatDuration = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+
+/** Percent of a known total, never 100 before the end. */
+export const percentOf = (bytes: number, total: number | undefined) =>
+  total ? Math.min(99, Math.floor((bytes * 100) / total)) : undefined;
+
+export const withCondition = (
+  s: BackupStatus,
+  status: 'True' | 'False',
+  f: Failure,
+  generation: number | undefined,
+  now: Date,
+): BackupStatus => ({
+  ...s,
+  conditions: setCondition(
+    s.conditions as Condition[] | undefined,
+    { type: CONDITION, status, ...f },
+    generation,
+    now,
+  ),
+});
+
+const recorder = (ctx: HandlerContext) =>
+  eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/backup', ctx.function, (error) =>
+    ctx.log.warn('event not recorded', { error }),
+  );
+
+/** Events about the Backup and about its cluster (best effort). */
+export const recordEvents = async (
+  ctx: HandlerContext,
+  loaded: LoadedBackup,
+  rc: RedisCluster | undefined,
+  e: { type: 'Normal' | 'Warning'; reason: string; note: string },
+) => {
+  const r = recorder(ctx);
+  await r.record({ regarding: loaded.regarding, action: 'Backup', ...e });
+  if (rc)
+    await r.record({
+      regarding: {
+        apiVersion: rc.apiVersion,
+        kind: rc.kind,
+        namespace: loaded.key.namespace,
+        name: rc.metadata.name,
+        uid: rc.metadata.uid ?? '',
+      },
+      action: 'Backup',
+      type: e.type,
+      reason: `Backup${e.reason}`,
+      note: `${loaded.key.name}: ${e.note}`,
+    });
+};
+
+/** `dev.tideway.backup.completed|failed` on the bus, once per Backup (the id is the Backup's). */
+export const publishOutcome = (
+  ctx: HandlerContext,
+  loaded: LoadedBackup,
+  source: string,
+  outcome: 'completed' | 'failed',
+  data: Record<string, unknown>,
+) =>
+  ctx.publisher.publish(
+    new CloudEvent({
+      specversion: '1.0',
+      id: eventId(loaded.backup.metadata.uid, 'backup', outcome),
+      source,
+      type: outcome === 'completed' ? EventType.backupCompleted : EventType.backupFailed,
+      subject: `namespaces/${loaded.key.namespace}/backups/${loaded.key.name}`,
+      time: ctx.clock().toISOString(),
+      datacontenttype: 'application/json',
+      kind: 'Backup',
+      namespace: loaded.key.namespace,
+      name: loaded.key.name,
+      cluster: loaded.backup.spec.cluster.name,
+      data: {
+        namespace: loaded.key.namespace,
+        backup: loaded.key.name,
+        cluster: loaded.backup.spec.cluster.name,
+        ...data,
+      },
+    }),
+  );
+
+/** The status of a completed backup: where it is, what it holds, how long it took. */
+export const completedStatus = (
+  s: BackupStatus,
+  t: Taken,
+  o: { started: Date; now: Date; generation: number | undefined; store: BackupStatus['store'] },
+): BackupStatus => {
+  const { error: _error, pendingAbort: _pending, ...rest } = s;
+  return withCondition(
+    {
+      ...rest,
+      phase: 'Completed',
+      completedAt: o.now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      location: t.location,
+      size: t.size,
+      rdbSize: t.rdbSize,
+      sha256: t.sha256,
+      redisVersion: t.manifest.redis.version,
+      duration: formatDuration(o.now.getTime() - o.started.getTime()),
+      source: t.source.pod,
+      progress: { bytes: t.rdbSize, percent: 100 },
+      ...(o.store ? { store: o.store } : {}),
+      observedGeneration: o.generation,
+    },
+    'True',
+    {
+      reason: 'Completed',
+      message: `${t.size} bytes stored at ${t.location} (RDB ${t.rdbSize} bytes, from ${t.source.pod})`,
+    },
+    o.generation,
+    o.now,
+  );
+};
+
+/** Metrics of a finished backup, per cluster: last success, duration, bytes. */
+export const recordMetrics = (
+  ctx: HandlerContext,
+  loaded: LoadedBackup,
+  t: Taken | undefined,
+  ms: number,
+) => {
+  const labels = { namespace: loaded.key.namespace, cluster: loaded.backup.spec.cluster.name };
+  ctx.metrics.inc('tideway_backups_total', { ...labels, outcome: t ? 'completed' : 'failed' });
+  if (!t) return;
+  ctx.metrics.set(
+    'tideway_backup_last_success_timestamp_seconds',
+    Math.floor(ctx.clock().getTime() / 1000),
+    labels,
+  );
+  ctx.metrics.observe('tideway_backup_duration_seconds', ms / 1000, labels);
+  ctx.metrics.inc('tideway_backup_stored_bytes_total', labels, t.size);
+  ctx.metrics.set('tideway_backup_last_size_bytes', t.size, labels);
+  ctx.metrics.set('tideway_backup_last_rdb_bytes', t.rdbSize, labels);
+};
