@@ -2,22 +2,29 @@ import { parseArgs } from 'node:util';
 import { startTestbed } from '../infra/testbed/testbed.ts';
 import { benchEventPath } from './event-path.ts';
 import { benchRedis } from './redis.ts';
+import { benchRestore } from './restore.ts';
 
-// npm run bench [-- --quick] [-- --only event-path|relist|redis]: starts its own test bed, runs
+// npm run bench [-- --quick] [-- --only event-path|relist|redis|restore]: starts its own test bed, runs
 // the benchmarks, prints the results.
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
-const bed = await startTestbed({ log: (m) => process.stderr.write(`${m}\n`) });
+// The restore benchmark runs its own servers: alone, it needs no test bed (nor its memory).
+const bed =
+  values.only === 'restore' ? undefined : await startTestbed({ log: (m) => process.stderr.write(`${m}\n`) });
+const testbed = () => {
+  if (!bed) throw new Error('no test bed was started');
+  return bed;
+};
 const results: string[] = [];
 const want = (name: string) => !values.only || values.only === name;
 try {
   if (values.only === 'relist')
-    results.push(...(await benchEventPath(bed, { rates: [], seconds: 0, objects: 0, relist: 10_000 })));
+    results.push(...(await benchEventPath(testbed(), { rates: [], seconds: 0, objects: 0, relist: 10_000 })));
   if (want('event-path'))
     results.push(
       ...(await benchEventPath(
-        bed,
+        testbed(),
         values.quick
           ? { rates: [100], seconds: 5, objects: 50, relist: 1000 }
           : { rates: [200, 1000], seconds: 10, objects: 200, relist: 10_000 },
@@ -25,9 +32,18 @@ try {
     );
   if (want('redis'))
     results.push(
-      ...(await benchRedis(bed, values.quick ? { clusters: 3, rounds: 2 } : { clusters: 20, rounds: 5 })),
+      ...(await benchRedis(
+        testbed(),
+        values.quick ? { clusters: 3, rounds: 2 } : { clusters: 20, rounds: 5 },
+      )),
+    );
+  if (want('restore'))
+    results.push(
+      ...(await benchRestore(
+        values.quick ? { keys: 100_000, valueBytes: 1000 } : { keys: 1_000_000, valueBytes: 1000 },
+      )),
     );
 } finally {
-  await bed.stop();
+  await bed?.stop();
 }
 process.stdout.write(`\n${results.join('\n')}\n`);

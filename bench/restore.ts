@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { loadRdb } from '../shared/restore/load.ts';
+import { startServer, type TestServer } from '../test/backup/support/servers.ts';
+
+const MB = 1024 * 1024;
+
+/** Peak RSS of this process while `fn` runs, sampled every 50 ms. */
+const peakRss = async <T>(fn: () => Promise<T>): Promise<{ result: T; peak: number; before: number }> => {
+  const before = process.memoryUsage.rss();
+  let peak = before;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 50);
+  try {
+    return { result: await fn(), peak, before };
+  } finally {
+    clearInterval(timer);
+  }
+};
+
+/**
+ * Restore by replication (shared/restore) against the baseline of a native load: redis-server
+ * started on the same RDB file, timed until it answers PING. Same file, same machine, same run.
+ * `keys` keys of `valueBytes` random bytes each.
+ */
+export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
+  const servers: TestServer[] = [];
+  const start = async (args: Parameters<typeof startServer>[0]) => {
+    const s = await startServer(args);
+    servers.push(s);
+    return s;
+  };
+  try {
+    const source = await start({});
+    const c = await source.client();
+    // Random values: an RDB of the size the data has (compressible padding would shrink it).
+    const batch: Promise<unknown>[] = [];
+    for (let i = 0; i < o.keys; i++) {
+      batch.push(c.call('SET', `key:${i}`, randomBytes(o.valueBytes)));
+      if (batch.length === 1000) await Promise.all(batch.splice(0));
+    }
+    await Promise.all(batch);
+    await c.call('SAVE');
+    c.close();
+    const file = join(source.dir, 'dump.rdb');
+    const size = (await stat(file)).size;
+
+    // Baseline: the server loads the file itself at start.
+    const nativeStarted = performance.now();
+    await start({ rdb: file });
+    const nativeMs = performance.now() - nativeStarted;
+
+    // Tideway: a running server replicates the file from the feed and is promoted back, with the
+    // RDB received to disk first or parsed from the socket (see loadRdb).
+    const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+    const lines: string[] = [];
+    for (const mode of ['disk', 'memory'] as const) {
+      const target = await start({ password: 'bench' });
+      const fedStarted = performance.now();
+      const { result, peak, before } = await peakRss(() =>
+        loadRdb({
+          target: { host: target.host, port: target.port, password: 'bench' },
+          feedHost: '127.0.0.1',
+          targetPeer: '127.0.0.1',
+          mode,
+          open: async () => ({ rdb: createReadStream(file, { highWaterMark: MB }), size }),
+        }),
+      );
+      const fedMs = performance.now() - fedStarted;
+      if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
+      lines.push(
+        `restore of a ${(size / MB).toFixed(0)} MiB RDB (${o.keys} keys), ${mode}: by replication ${sec(fedMs)} ` +
+          `(${Math.round(o.keys / (fedMs / 1000))} keys/s), native load ${sec(nativeMs)}; ` +
+          `ratio native/replication ${(nativeMs / fedMs).toFixed(2)}x; ` +
+          `RSS of the benchmark process ${(before / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most while it streams`,
+      );
+    }
+    return lines;
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+};
