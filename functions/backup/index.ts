@@ -239,10 +239,10 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       started,
       onSource: (source) =>
         writeStatus((s) => ({ ...s, source: source.pod, progress: { bytes: 0 } })).then(() => undefined),
-      onProgress: (bytes, total) => {
+      onProgress: async (bytes, total) => {
         ctx.fence();
         const percent = percentOf(bytes, total);
-        return writeStatus((s) =>
+        await writeStatus((s) =>
           s.phase === 'Running'
             ? { ...s, progress: { bytes, ...(percent !== undefined ? { percent } : {}) } }
             : undefined,

@@ -20,7 +20,11 @@ export type Stored = {
 const tap = (onChunk: (c: Buffer) => void) =>
   new Transform({
     transform(chunk: Buffer, _e, callback) {
-      onChunk(chunk);
+      try {
+        onChunk(chunk);
+      } catch (error) {
+        return callback(error as Error);
+      }
       callback(null, chunk);
     },
   });

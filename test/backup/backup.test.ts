@@ -31,6 +31,9 @@ describe('backup', () => {
   let ns = '';
   let dir = '';
   const workers: Worker[] = [];
+  const backupWorkers: Worker[] = [];
+  // A bandwidth limit, so that a backup lasts long enough to be interfered with.
+  const backupEnv = { TIDEWAY_BACKUP_ATTEMPTS: '3', TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND: String(8 * MiB) };
   const servers: TestServer[] = [];
   const rdc = redisClusters(b, () => ns);
   const bk = backups(b, () => ns);
@@ -85,10 +88,11 @@ describe('backup', () => {
     workers.push(await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id }));
     workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
-    // A bandwidth limit, so that a backup lasts long enough to be interfered with.
-    const env = { TIDEWAY_BACKUP_ATTEMPTS: '3', TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND: String(8 * MiB) };
-    for (const r of ['0', '1'])
-      workers.push(await startFunction(b, ns, id, 'backup', { ...env, TIDEWAY_REPLICA: r }));
+    for (const r of ['0', '1']) {
+      const w = await startFunction(b, ns, id, 'backup', { ...backupEnv, TIDEWAY_REPLICA: r });
+      workers.push(w);
+      backupWorkers.push(w);
+    }
     await secret('s3-creds', {
       AWS_ACCESS_KEY_ID: s3.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
@@ -261,6 +265,33 @@ describe('backup', () => {
     expect((await store.head(keptKey))?.size).toBe(kept.status?.size);
     expect(await store.head(keptKey.replace(/\.rdb\.zst\.enc$/, '.manifest.json'))).toBeDefined();
     await store.delete(keptKey);
+  });
+
+  it('the backup function killed mid-upload: the work is redone, and no unfinished upload is left', async () => {
+    await bk.create('b5', { cluster: { name: 'cache' } });
+    await until(
+      'b5 streaming',
+      async () => ((await bk.get('b5')).status?.progress?.bytes ?? 0) > 12 * MiB || undefined,
+      60_000,
+      100,
+    );
+    // Every backup process dies at once (SIGKILL: nothing is aborted); a new one takes over.
+    const killed = [...backupWorkers];
+    await Promise.all(killed.map((w) => w.kill()));
+    expect((await store.unfinished(`${prefix}/${ns}/cache/`)).length).toBeGreaterThan(0);
+    const fresh = await startFunction(b, ns, `backup-${ns}`, 'backup', {
+      ...backupEnv,
+      TIDEWAY_REPLICA: '2',
+    });
+    workers.push(fresh);
+    backupWorkers.splice(0, backupWorkers.length, fresh);
+    const done = await bk.phase('b5', 'Completed', 180_000);
+    expect(done.status?.attempts).toBe(2);
+    expect(await store.unfinished(`${prefix}/${ns}/cache/`)).toEqual([]);
+    expectSameContent(
+      await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),
+      await contentOfPod(done.status?.source ?? ''),
+    );
   });
 
   it('S3 unreachable mid-backup: retried, then Failed with the reason; no object, and no parts once S3 is back', async () => {

@@ -9,7 +9,7 @@ import { TIDEWAY_KINDS } from '../../../shared/kube/resources.ts';
 import { s3Store } from '../../../shared/s3/store.ts';
 import { type bed, until } from '../../support/bed.ts';
 import { contentOf } from './dataset.ts';
-import { startServer, type TestServer } from './servers.ts';
+import { type ServerBuild, startServer, type TestServer } from './servers.ts';
 
 const BACKUP = TIDEWAY_KINDS.Backup;
 
@@ -77,7 +77,13 @@ export const keyOf = (location: string, bucket: string) => location.slice(`s3://
 export const restoredContent = async (
   b: ReturnType<typeof bed>,
   bk: Backup,
-  o: { dir: string; compression: Compression; encryptionKey?: Buffer; servers: TestServer[] },
+  o: {
+    dir: string;
+    compression: Compression;
+    encryptionKey?: Buffer;
+    servers: TestServer[];
+    build?: ServerBuild;
+  },
 ) => {
   const file = join(o.dir, `${randomBytes(4).toString('hex')}.rdb`);
   const s = bk.status ?? {};
@@ -92,7 +98,7 @@ export const restoredContent = async (
     }),
     createWriteStream(file),
   );
-  const loaded = await startServer({ rdb: file });
+  const loaded = await startServer({ rdb: file, ...(o.build ? { build: o.build } : {}) });
   o.servers.push(loaded);
   const c = await loaded.client();
   try {
