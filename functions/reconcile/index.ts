@@ -6,6 +6,7 @@ import { eventRecorder } from '../../shared/kube/events.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
 import { specProblems } from '../../shared/rediscluster/admission.ts';
 import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
+import { bootstrapPending } from '../../shared/rediscluster/bootstrap.ts';
 import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { labelPod, listClusterPods, listPods, readAuth } from '../../shared/rediscluster/kube.ts';
@@ -26,6 +27,7 @@ import {
   retryAfter,
   TemporaryError,
 } from '../../shared/runtime/handler.ts';
+import { advanceBootstrap } from './bootstrap.ts';
 import { rollPassword } from './password.ts';
 
 type Status = NonNullable<RedisCluster['status']>;
@@ -203,6 +205,17 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       ...(replication ? { replication } : {}),
     };
   });
+
+  // Created from a backup: its data first (the rollout and scaling steps wait for it).
+  if (bootstrapPending(rc) && !rc.metadata.deletionTimestamp)
+    return advanceBootstrap({
+      ctx,
+      rc,
+      masterServes: m?.replication?.role === 'master',
+      writeStatus: writeOwnStatus,
+      recorder,
+      regarding,
+    });
 
   if (step.kind === 'switchover') {
     await switchover({

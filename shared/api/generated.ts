@@ -240,6 +240,13 @@ export const zRedisClusterStatus = z.looseObject({
     name: z.string().optional(),
     completedAt: z.string().optional(),
   }).optional(),
+  bootstrap: z.looseObject({
+    restore: z.string().max(253).optional(),
+    reason: z.string().max(128).optional(),
+    message: z.string().max(4096).optional(),
+    failed: z.boolean().optional(),
+    completedAt: z.string().optional(),
+  }).optional(),
   replication: z.looseObject({
     id: z.string().max(64).optional(),
     offset: z.number().int().optional(),

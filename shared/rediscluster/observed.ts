@@ -1,6 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { RedisCluster, RedisClusterStatus } from '../api/generated.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
+import { bootstrapPending } from './bootstrap.ts';
 import { REDIS_PORT } from './names.ts';
 import type { Instance } from './probe.ts';
 
@@ -81,25 +82,30 @@ export const observe = (
           ? 'Failed'
           : 'Creating'
         : 'Degraded';
+  // Created from a backup: not Ready, whatever the servers say, until its data is in.
+  const pending = bootstrapPending(rc);
+  const gated = pending ? (pending.failed ? 'Failed' : 'Creating') : phase;
   const conditions: ConditionInput[] = [
-    phase === 'Ready'
-      ? {
-          type: 'Ready',
-          status: 'True',
-          reason: 'AllInstancesReady',
-          message: `${readyReplicas}/${desired} instances ready; master ${master}`,
-        }
-      : {
-          type: 'Ready',
-          status: 'False',
-          reason: stuck[0]?.reason ?? (masterServes ? 'InstancesNotReady' : 'MasterNotReady'),
-          message: stuck.length
-            ? stuck.map((s) => `${s.pod}: ${s.reason}${s.message ? ` (${s.message})` : ''}`).join('; ')
-            : `${readyReplicas}/${desired} instances ready${masterServes ? '' : `; master ${master ?? '(none yet)'} is not serving`}`,
-        },
+    pending
+      ? { type: 'Ready', status: 'False', reason: pending.reason, message: pending.message }
+      : phase === 'Ready'
+        ? {
+            type: 'Ready',
+            status: 'True',
+            reason: 'AllInstancesReady',
+            message: `${readyReplicas}/${desired} instances ready; master ${master}`,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: stuck[0]?.reason ?? (masterServes ? 'InstancesNotReady' : 'MasterNotReady'),
+            message: stuck.length
+              ? stuck.map((s) => `${s.pod}: ${s.reason}${s.message ? ` (${s.message})` : ''}`).join('; ')
+              : `${readyReplicas}/${desired} instances ready${masterServes ? '' : `; master ${master ?? '(none yet)'} is not serving`}`,
+          },
   ];
   return {
-    phase,
+    phase: gated,
     ...(master ? { master } : {}),
     replicas: desired,
     readyReplicas,

@@ -78,6 +78,8 @@ describe('function RBAC', () => {
         ['create', '', 'secrets'],
         ['delete', '', 'pods'],
         ['update', 'tideway.dev', 'redisclusters', 'status'],
+        ['get', 'tideway.dev', 'backups'],
+        ['create', 'tideway.dev', 'restores'],
       ],
       [
         ['delete', '', 'persistentvolumeclaims'],
@@ -88,7 +90,10 @@ describe('function RBAC', () => {
         ['patch', 'tideway.dev', 'redisclusters', 'status'],
         ['delete', '', 'secrets'],
         ['list', '', 'secrets'],
-        ['get', 'tideway.dev', 'backups'],
+        // bootstrap.fromBackup reads its Backup and creates a Restore; it changes no Backup.
+        ['create', 'tideway.dev', 'backups'],
+        ['delete', 'tideway.dev', 'backups'],
+        ['delete', 'tideway.dev', 'restores'],
         ['create', 'rbac.authorization.k8s.io', 'rolebindings'],
       ],
     );
