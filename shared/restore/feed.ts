@@ -73,8 +73,10 @@ export const startFeed = async (o: {
   attempts?: number;
   pingMs?: number;
   onProgress?: (bytes: number) => void;
+  /** The replication id to serve (40 hex characters); random when not given. */
+  replid?: string;
 }): Promise<Feed> => {
-  const replid = randomBytes(20).toString('hex');
+  const replid = o.replid ?? randomBytes(20).toString('hex');
   const attempts = o.attempts ?? 3;
   const sockets = new Set<Socket>();
   let started = 0;

@@ -46,6 +46,11 @@ export const loadRdb = async (o: {
   attempts?: number;
   onProgress?: (bytes: number) => void;
   signal?: AbortSignal;
+  /**
+   * The feed's replication id, chosen by the caller so that it can record it before the target
+   * sees it: the loaded data carries it (master_replid, then master_replid2 once promoted).
+   */
+  replid?: string;
 }): Promise<{ bytes: number; keys: number; replid: string }> => {
   const deadline = Date.now() + (o.timeoutMs ?? 30 * 60_000);
   const feed = await startFeed({
@@ -55,6 +60,7 @@ export const loadRdb = async (o: {
     open: o.open,
     ...(o.attempts === undefined ? {} : { attempts: o.attempts }),
     ...(o.onProgress ? { onProgress: o.onProgress } : {}),
+    ...(o.replid ? { replid: o.replid } : {}),
   });
   const control = await connectRedis({ ...o.target, connectTimeoutMs: 5000, commandTimeoutMs: 10_000 });
   try {

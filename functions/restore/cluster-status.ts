@@ -1,0 +1,50 @@
+import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
+import { type ClusterStatus, writeClusterStatus } from './kube.ts';
+import type { Run } from './run.ts';
+
+/** The RedisCluster condition that holds off failover, rollouts and other restores meanwhile. */
+export const RESTORING = 'Restoring';
+
+const set = (s: ClusterStatus, run: Run, status: 'True' | 'False', reason: string, message: string) => ({
+  ...s,
+  conditions: setCondition(
+    s.conditions as Condition[] | undefined,
+    { type: RESTORING, status, reason, message },
+    run.rc.metadata.generation,
+    run.ctx.clock(),
+  ),
+});
+
+/** `Restore <name>`: how the condition names its Restore (the deleted-Restore path looks for it). */
+export const restoringMessageFor = (restore: string) => `Restore ${restore} `;
+
+/** Restoring=True, naming the Restore, before the master's data is touched. */
+export const markRestoring = async (run: Run, what: string) => {
+  run.ctx.fence();
+  await writeClusterStatus(run.ctx.kube, run.rc, (s) =>
+    set(s, run, 'True', 'Restoring', `${restoringMessageFor(run.loaded.key.name)}${what}`),
+  );
+};
+
+/**
+ * Restoring=False with how it ended. After data was loaded the cluster's replication history is
+ * the loaded data's: the master's new id, and the feed's id it continued from. The history before
+ * it is dropped: an instance that still holds the replaced data is of another history now, and is
+ * never promoted over the restored master nor taken as a master with more data.
+ */
+export const endRestoring = async (
+  run: Run,
+  reason: 'Restored' | 'RestoreFailed' | 'RolledBack',
+  message: string,
+  history?: { id: string; offset: number; previous: string[] },
+) => {
+  run.ctx.fence();
+  await writeClusterStatus(run.ctx.kube, run.rc, (s) => {
+    const marked = findCondition(s.conditions as Condition[] | undefined, RESTORING);
+    // Only a condition that names this Restore is this run's to end (or none at all, with history to write).
+    if (!history && marked?.message?.startsWith(restoringMessageFor(run.loaded.key.name)) !== true)
+      return undefined;
+    const next = set(s, run, 'False', reason, `${restoringMessageFor(run.loaded.key.name)}${message}`);
+    return history ? { ...next, replication: history } : next;
+  });
+};

@@ -1,0 +1,88 @@
+import { EventsV1Api } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { zRestore } from '../../shared/api/generated.ts';
+import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
+import { eventRecorder } from '../../shared/kube/events.ts';
+import { passwordsOf } from '../../shared/rediscluster/auth.ts';
+import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
+import { probeInstances } from '../../shared/rediscluster/probe.ts';
+import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
+import { RESTORING, restoringMessageFor } from './cluster-status.ts';
+import { readCluster, writeClusterStatus } from './kube.ts';
+import { stateOf } from './state.ts';
+import { command, inspectOrUndefined } from './target.ts';
+import { judgeLoad, needsPromotion } from './verdict.ts';
+
+const VERDICT_WORDS = {
+  loaded: 'the master holds the loaded data',
+  untouched: 'the master kept the data it had',
+  unknown: 'the master was given a whole RDB it did not load: its data may be incomplete',
+  loading: 'the master is still loading',
+  unreachable: 'the master does not answer',
+} as const;
+
+/**
+ * A Restore deleted while its cluster carries Restoring=True for it (the function stopped
+ * mid-load, then someone deleted the Restore): nothing would ever end the condition, and the
+ * master might still follow a feed that is gone. From the deleted object's record, the master is
+ * made a master again and the condition ends, saying which data it holds.
+ */
+export const restoreGone = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  const parsed = zRestore.safeParse((event.data as { object?: unknown } | undefined)?.object);
+  if (!parsed.success) return done;
+  const r = parsed.data;
+  const namespace = r.metadata.namespace ?? '';
+  const rc = await readCluster(ctx.kube, namespace, r.spec.cluster.name);
+  const marked = findCondition(rc?.status?.conditions as Condition[] | undefined, RESTORING);
+  if (!rc || marked?.status !== 'True' || !marked.message?.startsWith(restoringMessageFor(r.metadata.name)))
+    return done;
+  let words = 'no data was loaded';
+  const load = (() => {
+    try {
+      return stateOf(r.metadata.annotations).load;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (load) {
+    const passwords = passwordsOf(await readAuth(ctx.kube, rc, false));
+    const t = (await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), passwords)).find(
+      (i) => i.pod === load.pod,
+    );
+    const password = passwords[t?.password ?? 0] ?? '';
+    let seen = t?.ip ? await inspectOrUndefined(t.ip, password) : undefined;
+    if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, load.feedHost)) {
+      ctx.fence();
+      await command(t.ip, password, 'REPLICAOF', 'NO', 'ONE');
+      seen = await inspectOrUndefined(t.ip, password);
+    }
+    words = VERDICT_WORDS[judgeLoad(load, seen?.now)];
+  }
+  const message = `${restoringMessageFor(r.metadata.name)}was deleted before it ended; ${words}`;
+  ctx.fence();
+  await writeClusterStatus(ctx.kube, rc, (s) => ({
+    ...s,
+    conditions: setCondition(
+      s.conditions as Condition[] | undefined,
+      { type: RESTORING, status: 'False', reason: 'RestoreDeleted', message },
+      rc.metadata.generation,
+      ctx.clock(),
+    ),
+  }));
+  await eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/restore', ctx.function, (error) =>
+    ctx.log.warn('event not recorded', { error }),
+  ).record({
+    regarding: {
+      apiVersion: rc.apiVersion,
+      kind: rc.kind,
+      namespace,
+      name: rc.metadata.name,
+      uid: rc.metadata.uid ?? '',
+    },
+    type: 'Warning',
+    reason: 'RestoreDeleted',
+    action: 'Restore',
+    note: message,
+  });
+  return done;
+};

@@ -1,0 +1,81 @@
+import type { CloudEvent } from 'cloudevents';
+import { z } from 'zod';
+import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
+import { failRestore } from './finish.ts';
+import { restoreGone } from './gone.ts';
+import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
+import { safetyBackup, start, verifying } from './phases.ts';
+import { restoring } from './restoring.ts';
+import { FINISHED, type Run } from './run.ts';
+
+export { lockKey } from './lock-key.ts';
+
+const zEnv = z.object({
+  /** Where the feed listens: an address of this process the cluster's pods reach (a pod's IP). */
+  TIDEWAY_RESTORE_FEED_HOST: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || undefined),
+  /** Loads (and rollbacks) tried before a restore gives up. */
+  TIDEWAY_RESTORE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+});
+
+/**
+ * restore: loads a backup into a running RedisCluster, in place, without restarting a pod. A
+ * state machine over runs, each re-reading everything: Pending (one restore per cluster; the
+ * source chosen once) → Verifying (the whole object read and checked before any data is
+ * touched) → SafetyBackup (a Backup of the current data, by the backup function) → Restoring (the
+ * master replicates the RDB from this function and is promoted back; replicas resync) →
+ * Completed, or Failed / RolledBack saying which data the cluster holds. Runs lock the cluster.
+ */
+export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  const loaded = await loadRestore(event, ctx);
+  if (loaded === undefined) return restoreGone(event, ctx);
+  if (isRestoreOutcome(loaded)) return loaded;
+  const { restore, key } = loaded;
+  const phase = restore.status?.phase ?? 'Pending';
+  if (FINISHED.has(phase)) return done;
+  const env = zEnv.parse(ctx.env);
+  const rc = await readCluster(ctx.kube, key.namespace, restore.spec.cluster.name);
+  const run: Run = {
+    ctx,
+    event,
+    loaded,
+    // A missing cluster is reported below; the run needs one to name in Events.
+    rc: rc ?? {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'RedisCluster',
+      metadata: { name: restore.spec.cluster.name, namespace: key.namespace },
+      spec: {},
+    },
+    feedHost: env.TIDEWAY_RESTORE_FEED_HOST ?? '',
+    maxLoads: env.TIDEWAY_RESTORE_ATTEMPTS,
+  };
+  if (!rc || rc.metadata.deletionTimestamp)
+    return failRestore(run, {
+      reason: rc ? 'ClusterDeleting' : 'ClusterNotFound',
+      message: rc
+        ? `RedisCluster ${restore.spec.cluster.name} is being deleted`
+        : `RedisCluster ${restore.spec.cluster.name} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster.name`,
+      data: phase === 'Restoring' ? 'unknown' : 'untouched',
+    });
+  if (!env.TIDEWAY_RESTORE_FEED_HOST)
+    return failRestore(run, {
+      reason: 'FeedHostNotSet',
+      message:
+        'the restore function has no TIDEWAY_RESTORE_FEED_HOST (the address of its pod that the cluster reaches): set it from the downward API (status.podIP) and create the Restore again',
+      data: phase === 'Restoring' ? 'unknown' : 'untouched',
+    });
+  switch (phase) {
+    case 'Pending':
+      return start(run);
+    case 'Verifying':
+      return verifying(run);
+    case 'SafetyBackup':
+      return safetyBackup(run);
+    case 'Restoring':
+      return restoring(run);
+    default:
+      return done;
+  }
+};

@@ -1,0 +1,211 @@
+import type { Restore } from '../../shared/api/generated.ts';
+import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
+import { LockLostError, type Outcome, retryAfter, TemporaryError } from '../../shared/runtime/handler.ts';
+import { failureOf } from './errors.ts';
+import { failRestore } from './finish.ts';
+import { createBackup, listRestores, readBackup } from './kube.ts';
+import { loadProblem } from './rdb-format.ts';
+import { recordEvent } from './report.ts';
+import { restoring } from './restoring.ts';
+import { enterPhase, FINISHED, formatDuration, progressWriter, type Run } from './run.ts';
+import { madeBy, safetyBackupName, safetyBackupOf } from './safety.ts';
+import { chooseSource, describeRef, resolveSource } from './source.ts';
+import { servingMaster } from './target.ts';
+import { verifySource } from './verify.ts';
+
+/** How long a Restore waits for its cluster's master to serve (a new cluster still starting). */
+const MASTER_WAIT_MS = 10 * 60_000;
+/** Verifications that could not read the object (the store did not answer) before giving up. */
+const MAX_VERIFICATIONS = 5;
+
+const created = (r: Pick<Restore, 'metadata'>) => new Date(r.metadata.creationTimestamp ?? 0).getTime();
+
+/** Older first: by creation, then name (creation times have seconds only), the same for every run. */
+const olderThan = (a: Restore, b: Restore) =>
+  created(a) < created(b) || (created(a) === created(b) && a.metadata.name < b.metadata.name);
+
+/** A failure of a step before any data was touched: retried when it may pass, else the end. */
+const failedBeforeData = async (run: Run, error: unknown, at: string): Promise<Outcome> => {
+  if (error instanceof LockLostError || run.ctx.signal.aborted) throw error;
+  const f = failureOf(error);
+  if (f.retry) throw new TemporaryError(f.reason, f.message);
+  return failRestore(run, { ...f, data: 'untouched', at });
+};
+
+/**
+ * Pending: one restore per cluster at a time — another Restore of the cluster created earlier and
+ * not finished makes this one fail at once (RestoreInProgress), as the webhook refuses it with a
+ * 409: queueing would load old data over a newer restore at some unknown later time. Then the
+ * source is chosen once (`latest` becomes a particular Backup) and recorded.
+ */
+export const start = async (run: Run): Promise<Outcome> => {
+  const { restore } = run.loaded;
+  const cluster = restore.spec.cluster.name;
+  const busy = (await listRestores(run.ctx.kube, run.loaded.key.namespace)).filter(
+    (r) =>
+      r.spec.cluster.name === cluster &&
+      r.metadata.uid !== restore.metadata.uid &&
+      !FINISHED.has(r.status?.phase ?? '') &&
+      olderThan(r, restore),
+  );
+  if (busy.length > 0)
+    return failRestore(run, {
+      reason: 'RestoreInProgress',
+      message: `RedisCluster ${cluster} takes one restore at a time and ${busy.map((r) => `Restore ${r.metadata.name} (${r.status?.phase ?? 'Pending'})`).join(', ')} is not finished: create this Restore again once it is`,
+      data: 'untouched',
+      at: 'Pending',
+    });
+  let ref = run.loaded.state.source;
+  try {
+    ref ??= await chooseSource(run.ctx.kube, restore);
+  } catch (error) {
+    return failedBeforeData(run, error, 'Pending');
+  }
+  if (!run.loaded.state.source) await run.loaded.writeState({ ...run.loaded.state, source: ref });
+  const source = describeRef(ref, restore);
+  await enterPhase(run, 'Verifying', `reading ${source} to check it before any data is touched`, { source });
+  await recordEvent(run, {
+    type: 'Normal',
+    reason: 'Started',
+    note: `restoring ${source} into RedisCluster ${cluster}`,
+  });
+  return verifying(run);
+};
+
+/**
+ * Verifying: the whole object is read once — SHA-256, decryption, decompression, the RDB header —
+ * and its format checked against the version the master runs, before anything else happens.
+ */
+export const verifying = async (run: Run): Promise<Outcome> => {
+  const { restore, state } = run.loaded;
+  const ref = state.source;
+  if (!ref) return start(run);
+  let master: Awaited<ReturnType<typeof servingMaster>>;
+  try {
+    master = await servingMaster(run);
+  } catch (error) {
+    const f = failureOf(error);
+    if (!f.retry || run.ctx.clock().getTime() - created(restore) > MASTER_WAIT_MS)
+      return failRestore(run, { ...f, data: 'untouched', at: 'Verifying' });
+    await enterPhase(run, 'Verifying', `waiting for the master to serve: ${f.message}`);
+    return retryAfter(5000, f.reason);
+  }
+  const verifications = state.verifications + 1;
+  if (verifications > MAX_VERIFICATIONS)
+    return failRestore(run, {
+      reason: 'VerificationFailed',
+      message: `gave up after ${MAX_VERIFICATIONS} attempts to read the object: ${restore.status?.error?.message ?? 'the function stopped each time'}`,
+      data: 'untouched',
+      at: 'Verifying',
+    });
+  await run.loaded.writeState({ ...state, verifications });
+  const started = performance.now();
+  try {
+    const resolved = await resolveSource(run.ctx.kube, restore, ref);
+    const progress = progressWriter(run, resolved.source.rdbSize);
+    const { format } = await verifySource(resolved, {
+      signal: run.ctx.signal,
+      onProgress: progress.onProgress,
+    });
+    await progress.flush();
+    const version = {
+      product: master.instance.product ?? 'redis',
+      version: master.instance.version ?? 'unknown',
+    };
+    const problem = loadProblem(format, version);
+    if (problem)
+      return failRestore(run, {
+        reason: 'RdbVersionUnsupported',
+        message: problem,
+        data: 'untouched',
+        at: 'Verifying',
+      });
+    await recordEvent(run, {
+      type: 'Normal',
+      reason: 'Verified',
+      note: `${resolved.source.describe}: SHA-256 ${resolved.source.sha256.slice(0, 12)}…, RDB ${resolved.source.rdbSize} bytes (format ${format.version}, from ${resolved.source.redis.product} ${resolved.source.redis.version}) in ${formatDuration(performance.now() - started)}`,
+    });
+  } catch (error) {
+    if (!(error instanceof LockLostError) && failureOf(error).retry)
+      await run.loaded
+        .writeStatus((s) => ({
+          ...s,
+          error: { reason: failureOf(error).reason, message: failureOf(error).message },
+        }))
+        .catch(() => undefined);
+    return failedBeforeData(run, error, 'Verifying');
+  }
+  if (restore.spec.safetyBackup === false) return restoring(run);
+  const name = safetyBackupName(restore.metadata.name);
+  await enterPhase(run, 'SafetyBackup', `backing up the current data into Backup ${name} first`, {
+    safetyBackup: name,
+    progress: { bytes: 0 },
+  });
+  return safetyBackup(run);
+};
+
+/** Where the safety backup goes: the cluster's store, else the store of the source. */
+const safetyStore = async (run: Run): Promise<BackupStoreSpec | undefined> => {
+  const { restore, state } = run.loaded;
+  if (run.rc.spec.backup?.store) return run.rc.spec.backup.store;
+  if (restore.spec.source.s3) return restore.spec.source.s3.store;
+  if (state.source?.kind !== 'backup') return undefined;
+  const b = await readBackup(run.ctx.kube, run.loaded.key.namespace, state.source.name);
+  return (b?.status?.store as BackupStoreSpec | undefined) ?? b?.spec.store;
+};
+
+/**
+ * SafetyBackup: a Backup of the current data, made by the backup function under the same cluster
+ * lock — so this run makes it and lets go, and looks again later (waiting for it while holding
+ * the lock would wait forever). A failed safety backup fails the restore before any data is
+ * touched.
+ */
+export const safetyBackup = async (run: Run): Promise<Outcome> => {
+  const { restore } = run.loaded;
+  const name = restore.status?.safetyBackup ?? safetyBackupName(restore.metadata.name);
+  const b = await readBackup(run.ctx.kube, run.loaded.key.namespace, name);
+  if (!b) {
+    const store = await safetyStore(run);
+    if (!store)
+      return failRestore(run, {
+        reason: 'NoStore',
+        message: `no store for the safety backup: set spec.backup.store on RedisCluster ${restore.spec.cluster.name}, or set safetyBackup: false`,
+        data: 'untouched',
+        at: 'SafetyBackup',
+      });
+    run.ctx.fence();
+    if (await createBackup(run.ctx.kube, run.loaded.key.namespace, safetyBackupOf(restore, store)))
+      await recordEvent(run, {
+        type: 'Normal',
+        reason: 'SafetyBackupStarted',
+        note: `Backup ${name} takes the current data before it is replaced`,
+      });
+    return retryAfter(2000, 'SafetyBackup');
+  }
+  if (!madeBy(b, restore))
+    return failRestore(run, {
+      reason: 'SafetyBackupNameTaken',
+      message: `Backup ${name} exists and was not made by this Restore (an earlier Restore of the same name made it, or someone else): delete or rename it, or give this Restore another name`,
+      data: 'untouched',
+      at: 'SafetyBackup',
+    });
+  const phase = b.status?.phase;
+  if (phase === 'Failed')
+    return failRestore(run, {
+      reason: 'SafetyBackupFailed',
+      message: `safety backup ${name} failed (${b.status?.error?.reason ?? 'no reason'}: ${b.status?.error?.message ?? ''}); nothing was restored`,
+      data: 'untouched',
+      at: 'SafetyBackup',
+    });
+  if (phase !== 'Completed') {
+    // Polls grow with the backup's age: a large one takes minutes.
+    const age = run.ctx.clock().getTime() - new Date(b.metadata.creationTimestamp ?? 0).getTime();
+    return retryAfter(Math.min(15_000, Math.max(2000, age / 10)), 'SafetyBackup');
+  }
+  await recordEvent(run, {
+    type: 'Normal',
+    reason: 'SafetyBackupCompleted',
+    note: `Backup ${name}: ${b.status?.size ?? 0} bytes at ${b.status?.location ?? ''}`,
+  });
+  return restoring(run);
+};

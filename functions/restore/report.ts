@@ -1,0 +1,89 @@
+import { EventsV1Api } from '@kubernetes/client-node';
+import { CloudEvent } from 'cloudevents';
+import { eventId } from '../../shared/events/event-id.ts';
+import { EventType } from '../../shared/events/types.ts';
+import { eventRecorder } from '../../shared/kube/events.ts';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import type { Run } from './run.ts';
+
+const recorder = (ctx: HandlerContext) =>
+  eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/restore', ctx.function, (error) =>
+    ctx.log.warn('event not recorded', { error }),
+  );
+
+/** An Event about the Restore and, with `cluster`, one about its RedisCluster (best effort). */
+export const recordEvent = async (
+  run: Run,
+  e: { type: 'Normal' | 'Warning'; reason: string; note: string },
+  o: { cluster?: boolean } = {},
+) => {
+  const r = recorder(run.ctx);
+  const { loaded, rc } = run;
+  await r.record({ regarding: loaded.regarding, action: 'Restore', ...e });
+  if (o.cluster)
+    await r.record({
+      regarding: {
+        apiVersion: rc.apiVersion,
+        kind: rc.kind,
+        namespace: loaded.key.namespace,
+        name: rc.metadata.name,
+        uid: rc.metadata.uid ?? '',
+      },
+      action: 'Restore',
+      type: e.type,
+      reason: `Restore${e.reason}`,
+      note: `${loaded.key.name}: ${e.note}`,
+    });
+};
+
+/**
+ * `dev.tideway.restore.completed|failed` on the bus, once per Restore (the id is the Restore's):
+ * a RolledBack restore is a failed one, its data says so.
+ */
+export const publishOutcome = (run: Run, outcome: 'completed' | 'failed', data: Record<string, unknown>) => {
+  const { loaded, ctx } = run;
+  const cluster = loaded.restore.spec.cluster.name;
+  return ctx.publisher.publish(
+    new CloudEvent({
+      specversion: '1.0',
+      id: eventId(loaded.restore.metadata.uid, 'restore', outcome),
+      source: run.event.source,
+      type: outcome === 'completed' ? EventType.restoreCompleted : EventType.restoreFailed,
+      subject: `namespaces/${loaded.key.namespace}/restores/${loaded.key.name}`,
+      time: ctx.clock().toISOString(),
+      datacontenttype: 'application/json',
+      kind: 'Restore',
+      namespace: loaded.key.namespace,
+      name: loaded.key.name,
+      cluster,
+      data: { namespace: loaded.key.namespace, restore: loaded.key.name, cluster, ...data },
+    }),
+  );
+};
+
+export type Outcome = 'completed' | 'failed' | 'rolledback';
+
+/** Metrics of a finished restore, per cluster: outcomes, duration, bytes, keys, last success. */
+export const recordMetrics = (
+  ctx: Pick<HandlerContext, 'metrics' | 'clock'>,
+  o: {
+    namespace: string;
+    cluster: string;
+    outcome: Outcome;
+    seconds?: number;
+    rdbBytes?: number;
+    keys?: number;
+  },
+) => {
+  const labels = { namespace: o.namespace, cluster: o.cluster };
+  ctx.metrics.inc('tideway_restores_total', { ...labels, outcome: o.outcome });
+  if (o.seconds !== undefined) ctx.metrics.observe('tideway_restore_duration_seconds', o.seconds, labels);
+  if (o.rdbBytes !== undefined) ctx.metrics.inc('tideway_restore_loaded_bytes_total', labels, o.rdbBytes);
+  if (o.outcome !== 'completed') return;
+  ctx.metrics.set(
+    'tideway_restore_last_success_timestamp_seconds',
+    Math.floor(ctx.clock().getTime() / 1000),
+    labels,
+  );
+  if (o.keys !== undefined) ctx.metrics.set('tideway_restore_last_keys', o.keys, labels);
+};

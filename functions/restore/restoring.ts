@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
+import { loadRdb } from '../../shared/restore/load.ts';
+import { failpoint } from '../../shared/runtime/failpoints.ts';
+import { LockLostError, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { markRestoring } from './cluster-status.ts';
+import { type Failure, failureOf } from './errors.ts';
+import { completeRestore, failRestore } from './finish.ts';
+import { describeSync, waitForReplicas } from './replicas.ts';
+import { recordEvent } from './report.ts';
+import { enterPhase, iso, progressWriter, type Run } from './run.ts';
+import { type Resolved, resolveSource } from './source.ts';
+import type { Load, LoadKind, SourceRef } from './state.ts';
+import { holdLast } from './stream.ts';
+import { beforeLoad, command, inspectOrUndefined, probeCluster, servingMaster } from './target.ts';
+import { judgeLoad, needsPromotion, nextStep } from './verdict.ts';
+import { openSource } from './verify.ts';
+
+/** A load of any size streams for long; the function's own timeout (serverless.yml) is the bound. */
+const LOAD_TIMEOUT_MS = 55 * 60_000;
+/** How long replicas get to resync after a load: a minute, plus a second per 20 MiB. */
+const syncTimeoutMs = (rdbSize: number) => 60_000 + Math.floor(rdbSize / (20 * 1024 * 1024)) * 1000;
+
+/** Stops the process at a named point of a transfer (TIDEWAY_FAILPOINTS; tests only). */
+async function* withFailpoint(source: AsyncIterable<Buffer>, name: string) {
+  let first = true;
+  for await (const chunk of source) {
+    yield chunk;
+    if (first) failpoint(name);
+    first = false;
+  }
+}
+
+const refOf = (run: Run, of: LoadKind): SourceRef | undefined =>
+  of === 'restore'
+    ? run.loaded.state.source
+    : { kind: 'backup', name: run.loaded.restore.status?.safetyBackup ?? '', uid: '' };
+
+/**
+ * One load into the master: recorded first (the feed's replication id, what the master was), the
+ * cluster marked Restoring, then the RDB streamed through the feed with its last chunk held until
+ * the object's checksum matched and the record says the end is going out.
+ */
+const loadOnce = async (run: Run, of: LoadKind): Promise<{ load: Load; error?: Failure }> => {
+  const { restore } = run.loaded;
+  const ref = refOf(run, of);
+  if (!ref) throw new Error('no source recorded');
+  const resolved: Resolved = await resolveSource(run.ctx.kube, restore, ref);
+  const target = await servingMaster(run);
+  const before = await beforeLoad(target);
+  const state = run.loaded.state;
+  const attempt = (of === 'restore' ? state.loads : state.rollbacks) + 1;
+  const load: Load = {
+    of,
+    attempt,
+    replid: randomBytes(20).toString('hex'),
+    pod: target.pod,
+    feedHost: run.feedHost,
+    delivered: false,
+    before,
+    rdbSize: resolved.source.rdbSize,
+    startedAt: iso(run.ctx.clock()),
+  };
+  await run.loaded.writeState({
+    ...state,
+    load,
+    ...(of === 'restore' ? { loads: attempt } : { rollbacks: attempt }),
+  });
+  const what =
+    of === 'restore'
+      ? `loads ${resolved.source.describe} into ${target.pod}`
+      : `rolls ${target.pod} back to safety backup ${ref.kind === 'backup' ? ref.name : ''}`;
+  await markRestoring(run, what);
+  await enterPhase(run, 'Restoring', `${what} (load ${attempt} of ${run.maxLoads})`, {
+    progress: { bytes: 0, percent: 0 },
+  });
+  await recordEvent(
+    run,
+    {
+      type: of === 'restore' ? 'Normal' : 'Warning',
+      reason: of === 'restore' ? 'Loading' : 'RollingBack',
+      note: `${what}, ${resolved.source.rdbSize} bytes (load ${attempt} of ${run.maxLoads})`,
+    },
+    { cluster: true },
+  );
+  const progress = progressWriter(run, resolved.source.rdbSize);
+  const markDelivered = async () => {
+    const s = run.loaded.state;
+    if (s.load && !s.load.delivered)
+      await run.loaded.writeState({ ...s, load: { ...s.load, delivered: true } });
+  };
+  try {
+    await loadRdb({
+      target: { host: target.ip, port: REDIS_PORT, password: target.password },
+      feedHost: run.feedHost,
+      targetPeer: target.ip,
+      replid: load.replid,
+      open: async () => ({
+        rdb: Readable.from(
+          holdLast(
+            withFailpoint(await openSource(resolved, run.ctx.signal), `restore.${of}-transfer`),
+            markDelivered,
+          ),
+        ),
+        size: resolved.source.rdbSize,
+      }),
+      timeoutMs: LOAD_TIMEOUT_MS,
+      signal: run.ctx.signal,
+      onProgress: progress.onProgress,
+    });
+    failpoint(`restore.after-${of}`);
+    return { load: run.loaded.state.load ?? load };
+  } catch (error) {
+    if (error instanceof LockLostError || run.ctx.signal.aborted) throw error;
+    return { load: run.loaded.state.load ?? load, error: failureOf(error) };
+  } finally {
+    await progress.flush();
+  }
+};
+
+/**
+ * Restoring: load the backup into the master; then, from what the master holds — never from
+ * what this run believes it did — finish, load again, roll back or fail. A redelivered run (the
+ * function stopped mid-load) starts here with the recorded load and judges it the same way.
+ */
+export const restoring = async (run: Run): Promise<Outcome> => {
+  let attempt: { load: Load; error?: Failure | undefined } | undefined = run.loaded.state.load
+    ? { load: run.loaded.state.load }
+    : await loadOnce(run, 'restore');
+  for (;;) {
+    const { load, error } = attempt;
+    const { instances, passwords } = await probeCluster(run);
+    const t = instances.find((i) => i.pod === load.pod);
+    const password = passwords[t?.password ?? 0] ?? '';
+    let seen = t?.ip ? await inspectOrUndefined(t.ip, password) : undefined;
+    if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, load.feedHost)) {
+      // Left following a feed that is gone: a master again, with whatever data it holds.
+      run.ctx.fence();
+      await command(t.ip, password, 'REPLICAOF', 'NO', 'ONE');
+      seen = await inspectOrUndefined(t.ip, password);
+    }
+    const verdict = judgeLoad(load, seen?.now);
+    const state = run.loaded.state;
+    const safety = run.loaded.restore.status?.safetyBackup;
+    const next = nextStep({
+      verdict,
+      load,
+      error,
+      loads: state.loads,
+      rollbacks: state.rollbacks,
+      maxLoads: run.maxLoads,
+      safetyBackup: run.loaded.restore.spec.safetyBackup === false ? undefined : safety,
+    });
+    if (next.do === 'wait') return retryAfter(2000, next.why);
+    if (t?.ip && seen && load.before.disklessLoad)
+      await command(t.ip, password, 'CONFIG', 'SET', 'repl-diskless-load', load.before.disklessLoad).catch(
+        (e: unknown) => run.ctx.log.warn('repl-diskless-load not put back', { error: e }),
+      );
+    if (next.do === 'fail')
+      return failRestore(run, {
+        reason: next.reason,
+        message: next.message,
+        data: next.data,
+        at: 'Restoring',
+        marked: true,
+      });
+    if (next.do === 'finish') return finish(run, load, next.data);
+    const why = error ? `${error.reason}: ${error.message}` : 'the restore function stopped during the load';
+    await recordEvent(
+      run,
+      {
+        type: 'Warning',
+        reason: error ? 'LoadFailed' : 'LoadInterrupted',
+        note: `load ${load.attempt} (${load.of}) into ${load.pod} did not finish (${why}); ${
+          verdict === 'untouched' ? `${load.pod} kept the data it had` : `${load.pod} may hold part of it`
+        }; ${next.of === 'rollback' && load.of === 'restore' ? `rolling back to safety backup ${safety}` : 'loading again'}`,
+      },
+      { cluster: true },
+    );
+    if (next.of === 'rollback' && load.of === 'restore')
+      await run.loaded.writeState({
+        ...state,
+        failure: error
+          ? { reason: error.reason, message: error.message }
+          : { reason: 'Interrupted', message: why },
+      });
+    attempt = await loadOnce(run, next.of);
+  }
+};
+
+/** The master holds loaded data: replicas resync (bounded wait), then the Restore ends. */
+const finish = async (run: Run, load: Load, data: 'restored' | 'rolledBack'): Promise<Outcome> => {
+  const probe = async () => {
+    const { instances } = await probeCluster(run);
+    return { instances, master: instances.find((i) => i.pod === load.pod) };
+  };
+  const sync = await waitForReplicas({
+    probe,
+    timeoutMs: syncTimeoutMs(load.rdbSize),
+    signal: run.ctx.signal,
+  });
+  const { instances, passwords } = await probeCluster(run);
+  const m = instances.find((i) => i.pod === load.pod);
+  const seen = m?.ip ? await inspectOrUndefined(m.ip, passwords[m.password ?? 0] ?? '') : undefined;
+  const keys = seen?.keys ?? m?.keys ?? 0;
+  const id = seen?.now.replid ?? '';
+  const history = { id, offset: seen?.offset ?? 0, previous: [load.replid].filter((r) => r !== id) };
+  const syncText = sync ? describeSync(sync) : 'the replicas could not be checked';
+  if (data === 'restored')
+    return completeRestore(run, {
+      keys,
+      rdbBytes: load.rdbSize,
+      sync: syncText,
+      attempt: load.attempt,
+      history,
+    });
+  const failure = run.loaded.state.failure ?? { reason: 'LoadFailed', message: 'the load failed' };
+  return failRestore(run, {
+    phase: 'RolledBack',
+    reason: failure.reason,
+    message: `${failure.message}; rolled back to safety backup ${run.loaded.restore.status?.safetyBackup ?? ''} (${keys} keys): ${syncText}`,
+    data: 'rolledBack',
+    at: 'Restoring',
+    marked: true,
+    history,
+    keys,
+  });
+};

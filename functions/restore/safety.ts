@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import type { Backup, Restore } from '../../shared/api/generated.ts';
+import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
+
+/** On a safety backup: `kubectl get backups -l tideway.dev/safety-backup=true`. */
+export const SAFETY_LABEL = 'tideway.dev/safety-backup';
+/** The Restore that made it (name and uid; names may be longer than a label value). */
+export const MADE_BY = { restore: 'tideway.dev/restore', uid: 'tideway.dev/restore-uid' } as const;
+
+export const isSafetyBackup = (b: Pick<Backup, 'metadata'>) => b.metadata.labels?.[SAFETY_LABEL] === 'true';
+
+const MAX_NAME = 253;
+const SUFFIX = '-safety';
+
+/** `<restore>-safety`; a name too long for that is shortened with a hash, the same every time. */
+export const safetyBackupName = (restore: string) => {
+  if (restore.length + SUFFIX.length <= MAX_NAME) return `${restore}${SUFFIX}`;
+  const hash = createHash('sha256').update(restore).digest('hex').slice(0, 8);
+  return `${restore.slice(0, MAX_NAME - SUFFIX.length - hash.length - 1).replace(/[-.]+$/, '')}-${hash}${SUFFIX}`;
+};
+
+/**
+ * The safety backup: a Backup like any other, of the same cluster, into the cluster's store (or,
+ * when it has none, the source's), taken from an in-sync replica by the backup function. It is not
+ * owned by the Restore: it is the way back, and must outlive the Restore's deletion (and a Restore
+ * owned by its cluster). It goes when someone deletes it (with its object, deletionPolicy Delete).
+ */
+export const safetyBackupOf = (restore: Restore, store: BackupStoreSpec) => ({
+  apiVersion: 'tideway.dev/v1alpha1',
+  kind: 'Backup',
+  metadata: {
+    name: safetyBackupName(restore.metadata.name),
+    namespace: restore.metadata.namespace,
+    labels: { [SAFETY_LABEL]: 'true' },
+    annotations: { [MADE_BY.restore]: restore.metadata.name, [MADE_BY.uid]: restore.metadata.uid ?? '' },
+  },
+  spec: { cluster: { name: restore.spec.cluster.name }, store },
+});
+
+/** The Backup of that name was made by this Restore (and not by an earlier one of the same name). */
+export const madeBy = (b: Pick<Backup, 'metadata'>, restore: Pick<Restore, 'metadata'>) =>
+  b.metadata.annotations?.[MADE_BY.uid] === restore.metadata.uid;

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { Backup, Restore } from '../../shared/api/generated.ts';
+import { backupKeys } from '../../shared/backup/manifest.ts';
+import { SAFETY_LABEL } from './safety.ts';
+import { describeRef, keyOfLocation, manifestKeyOf, pickLatest } from './source.ts';
+
+const backup = (
+  name: string,
+  o: { cluster?: string; phase?: string; completedAt?: string; created?: string; safety?: boolean } = {},
+): Backup => ({
+  apiVersion: 'tideway.dev/v1alpha1',
+  kind: 'Backup',
+  metadata: {
+    name,
+    creationTimestamp: o.created ?? '2026-11-20T00:00:00Z',
+    ...(o.safety ? { labels: { [SAFETY_LABEL]: 'true' } } : {}),
+  },
+  spec: { cluster: { name: o.cluster ?? 'cache' } },
+  status: {
+    phase: (o.phase ?? 'Completed') as 'Completed',
+    ...(o.completedAt ? { completedAt: o.completedAt } : {}),
+  },
+});
+
+describe('latest: true', () => {
+  it('is the newest Completed Backup of the cluster, by completion', () => {
+    const list = [
+      backup('old', { completedAt: '2026-11-20T01:00:00Z' }),
+      backup('new', { completedAt: '2026-11-21T01:00:00Z', created: '2026-11-19T00:00:00Z' }),
+      backup('mid', { completedAt: '2026-11-20T12:00:00Z', created: '2026-11-21T00:00:00Z' }),
+    ];
+    expect(pickLatest(list, 'cache')?.metadata.name).toBe('new');
+  });
+
+  it('skips other clusters, unfinished and failed backups, and safety backups of restores', () => {
+    const list = [
+      backup('mine', { completedAt: '2026-11-20T01:00:00Z' }),
+      backup('other-cluster', { cluster: 'other', completedAt: '2026-11-22T00:00:00Z' }),
+      backup('running', { phase: 'Running', completedAt: '2026-11-22T00:00:00Z' }),
+      backup('failed', { phase: 'Failed', completedAt: '2026-11-22T00:00:00Z' }),
+      backup('r1-safety', { safety: true, completedAt: '2026-11-22T00:00:00Z' }),
+    ];
+    expect(pickLatest(list, 'cache')?.metadata.name).toBe('mine');
+    expect(pickLatest(list.slice(1), 'cache')).toBeUndefined();
+  });
+
+  it('picks the same one every time on equal completion times', () => {
+    const at = '2026-11-20T01:00:00Z';
+    const a = [backup('a', { completedAt: at }), backup('b', { completedAt: at })];
+    expect(pickLatest(a, 'cache')?.metadata.name).toBe(pickLatest([...a].reverse(), 'cache')?.metadata.name);
+  });
+});
+
+describe('object keys', () => {
+  it('finds the manifest beside every kind of object the backup function writes', () => {
+    for (const compression of ['zstd', 'gzip', 'none'] as const)
+      for (const encrypted of [true, false]) {
+        const k = backupKeys({
+          prefix: 'p/q',
+          namespace: 'prod',
+          cluster: 'cache',
+          backup: 'nightly.rdb',
+          uid: '0123456789',
+          compression,
+          encrypted,
+        });
+        expect(manifestKeyOf(k.object)).toBe(k.manifest);
+      }
+  });
+
+  it('reads a location only in the store bucket', () => {
+    expect(keyOfLocation('s3://backups/a/b.rdb.zst', 'backups')).toBe('a/b.rdb.zst');
+    expect(keyOfLocation('s3://other/a/b.rdb.zst', 'backups')).toBeUndefined();
+    expect(keyOfLocation('s3://backups/', 'backups')).toBeUndefined();
+  });
+
+  it('says in words what is restored', () => {
+    const r = (source: Restore['spec']['source']) =>
+      ({ metadata: { name: 'r' }, spec: { cluster: { name: 'c' }, source } }) as Restore;
+    expect(describeRef({ kind: 'backup', name: 'b1', uid: 'u' }, r({ backup: { name: 'b1' } }))).toBe(
+      'backup b1',
+    );
+    expect(describeRef({ kind: 'backup', name: 'b1', uid: 'u' }, r({ latest: true }))).toBe(
+      'backup b1 (latest)',
+    );
+    expect(
+      describeRef(
+        { kind: 's3', key: 'x/y.rdb' },
+        r({ s3: { key: 'x/y.rdb', store: { s3: { bucket: 'bk', credentialsSecret: { name: 's' } } } } }),
+      ),
+    ).toBe('s3://bk/x/y.rdb');
+  });
+});

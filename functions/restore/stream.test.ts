@@ -1,0 +1,65 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { holdLast, isDecodeError } from './stream.ts';
+
+const collect = async (it: AsyncIterable<Buffer>) => {
+  const out: string[] = [];
+  for await (const c of it) out.push(c.toString());
+  return out;
+};
+
+describe('holdLast', () => {
+  it('passes every chunk, the last only after beforeLast is done', async () => {
+    const seen: string[] = [];
+    const source = Readable.from([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')]);
+    const out = holdLast(source, async () => {
+      seen.push('beforeLast');
+    });
+    for await (const c of out) seen.push(c.toString());
+    expect(seen).toEqual(['a', 'b', 'beforeLast', 'c']);
+  });
+
+  it('never passes the last chunk of a source that fails at its end (a checksum mismatch)', async () => {
+    let called = false;
+    const failing = Readable.from(
+      (async function* () {
+        yield Buffer.from('a');
+        yield Buffer.from('b');
+        throw new Error('ChecksumMismatch');
+      })(),
+    );
+    const got: string[] = [];
+    await expect(
+      (async () => {
+        for await (const c of holdLast(failing, async () => {
+          called = true;
+        }))
+          got.push(c.toString());
+      })(),
+    ).rejects.toThrow('ChecksumMismatch');
+    expect(got).toEqual(['a']);
+    expect(called).toBe(false);
+  });
+
+  it('does not pass the last chunk when beforeLast fails (the run lost its lock)', async () => {
+    const source = Readable.from([Buffer.from('a'), Buffer.from('b')]);
+    const got: string[] = [];
+    await expect(
+      (async () => {
+        for await (const c of holdLast(source, async () => {
+          throw new Error('lock lost');
+        }))
+          got.push(c.toString());
+      })(),
+    ).rejects.toThrow('lock lost');
+    expect(got).toEqual(['a']);
+    expect(await collect(holdLast(Readable.from([]), async () => undefined))).toEqual([]);
+  });
+
+  it('knows decompressor errors from others', () => {
+    expect(isDecodeError(Object.assign(new Error('x'), { code: 'Z_DATA_ERROR' }))).toBe(true);
+    expect(isDecodeError(Object.assign(new Error('x'), { code: 'ZSTD_error_prefix_unknown' }))).toBe(true);
+    expect(isDecodeError(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(false);
+    expect(isDecodeError(new Error('x'))).toBe(false);
+  });
+});

@@ -1,0 +1,38 @@
+import { createHash } from 'node:crypto';
+import type { ObjectStore } from '../../shared/backup/object-store.ts';
+
+/**
+ * Passes every chunk on but the last, which waits until the source has ended without error —
+ * for a stored object read through openStored, until its SHA-256 matched — and `beforeLast` is
+ * done. A server replaces its data only once it has the whole RDB, so an object that fails its
+ * checksum at the very end, or a run that ends before `beforeLast` recorded that the end is going
+ * out, can never have touched the target's data.
+ */
+export async function* holdLast(
+  source: AsyncIterable<Buffer>,
+  beforeLast: () => Promise<void>,
+): AsyncGenerator<Buffer> {
+  let held: Buffer | undefined;
+  for await (const chunk of source) {
+    if (held) yield held;
+    held = chunk;
+  }
+  if (!held) return;
+  await beforeLast();
+  yield held;
+}
+
+/** Errors of a decompressor fed bytes that are not what it expects (zlib, zstd). */
+export const isDecodeError = (error: unknown) =>
+  /^(Z_|ZSTD_|ERR_ZLIB|ERR_ZSTD)/.test(String((error as { code?: unknown } | undefined)?.code ?? ''));
+
+/** SHA-256 and size of the stored bytes as they are, nothing decoded. */
+export const hashStored = async (store: ObjectStore, key: string, signal?: AbortSignal) => {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of (await store.download(key, signal)) as AsyncIterable<Buffer>) {
+    hash.update(chunk);
+    size += chunk.length;
+  }
+  return { sha256: hash.digest('hex'), size };
+};

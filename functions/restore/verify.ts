@@ -1,0 +1,78 @@
+import { IntegrityError, StoreError } from '../../shared/backup/errors.ts';
+import { openStored } from '../../shared/backup/pipeline.ts';
+import { RestoreError } from './errors.ts';
+import { RDB_HEADER_BYTES, type RdbFormat, rdbFormatOf } from './rdb-format.ts';
+import type { Resolved } from './source.ts';
+import { hashStored, isDecodeError } from './stream.ts';
+
+/** The stored object read as a load will read it: SHA-256, decryption, decompression. */
+export const openSource = ({ source, store }: Resolved, signal?: AbortSignal) =>
+  openStored({
+    store: store.store,
+    key: source.key,
+    compression: source.compression,
+    encryptionKey: store.encryption?.key,
+    sha256: source.sha256,
+    size: source.size,
+    ...(signal ? { signal } : {}),
+  });
+
+/**
+ * Reads the whole object once before any data is touched: its SHA-256 and size must be the
+ * recorded ones, it must decrypt (every chunk authenticated) and decompress to an RDB of the
+ * recorded size. A changed object is reported as such (ChecksumMismatch) even when its change
+ * first shows as a chunk that does not decrypt or decompress: then the raw bytes are hashed too.
+ * Memory: the stages' buffers, whatever the size.
+ */
+export const verifySource = async (
+  resolved: Resolved,
+  o: { signal?: AbortSignal; onProgress?: (rdbBytes: number) => void },
+): Promise<{ format: RdbFormat; rdbBytes: number }> => {
+  const { source, store } = resolved;
+  const url = store.store.url(source.key);
+  let head = Buffer.alloc(0);
+  let rdbBytes = 0;
+  try {
+    for await (const chunk of (await openSource(resolved, o.signal)) as AsyncIterable<Buffer>) {
+      if (head.length < RDB_HEADER_BYTES)
+        head = Buffer.concat([head, chunk.subarray(0, RDB_HEADER_BYTES - head.length)]);
+      rdbBytes += chunk.length;
+      o.onProgress?.(rdbBytes);
+    }
+  } catch (error) {
+    if (error instanceof StoreError || error instanceof RestoreError) throw error;
+    if (error instanceof IntegrityError && /^(ChecksumMismatch|SizeMismatch)$/.test(error.reason))
+      throw error;
+    if (!(error instanceof IntegrityError) && !isDecodeError(error))
+      throw new RestoreError('SourceFailed', `reading ${url}: ${(error as Error).message}`, true, {
+        cause: error,
+      });
+    // It does not decrypt or decompress: changed since it was stored, or stored that way?
+    const raw = await hashStored(store.store, source.key, o.signal);
+    if (raw.sha256 !== source.sha256 || raw.size !== source.size)
+      throw new IntegrityError(
+        'ChecksumMismatch',
+        `${url} has SHA-256 ${raw.sha256} (${raw.size} bytes), not ${source.sha256} (${source.size} bytes): the object changed after it was stored (${(error as Error).message})`,
+      );
+    if (error instanceof IntegrityError) throw error;
+    throw new RestoreError(
+      'CorruptObject',
+      `${url} is the object that was stored, but it does not decompress as ${source.compression}: ${(error as Error).message}`,
+      false,
+      { cause: error },
+    );
+  }
+  if (rdbBytes !== source.rdbSize)
+    throw new IntegrityError(
+      'SizeMismatch',
+      `${url} holds an RDB of ${rdbBytes} bytes, not the ${source.rdbSize} recorded in its manifest`,
+    );
+  const format = rdbFormatOf(head);
+  if (!format)
+    throw new RestoreError(
+      'NotAnRdb',
+      `${url} does not hold an RDB file (it starts with ${JSON.stringify(head.toString('latin1'))}, not REDIS or VALKEY and a version)`,
+      false,
+    );
+  return { format, rdbBytes };
+};
