@@ -9,6 +9,7 @@ import { envVars } from '../infra/testbed/env-file.ts';
 import { loadServerless } from '../shared/runtime/config.ts';
 import { createLogger } from '../shared/runtime/logger.ts';
 import { type Supervisor, startFunctions } from '../shared/runtime/supervisor.ts';
+import { prepareLocalWebhook } from './local-webhook.ts';
 
 // npm start: the local stack (the test bed) plus the operator: Tideway's CRDs and namespace, then
 // every function of serverless.yml as its own processes, restarted when they crash.
@@ -37,15 +38,21 @@ await runTestbedForeground({
       dir,
       onError: (fn, error) => log.warn('token not renewed; retrying in a minute', { function: fn, error }),
     });
+    // The webhook: a port, and the secret it is signed with (Secret tideway-webhook in default).
+    const webhook = config.functions.webhook ? await prepareLocalWebhook(admin) : undefined;
     functions = startFunctions({
       serverlessFile,
       config,
       env,
-      envFor: (fn) => (kubeconfigs[fn] ? { KUBECONFIG: kubeconfigs[fn] } : undefined),
+      envFor: (fn) => ({
+        ...(kubeconfigs[fn] ? { KUBECONFIG: kubeconfigs[fn] } : {}),
+        ...(fn === 'webhook' ? webhook?.env : {}),
+      }),
       log,
     });
     process.stderr.write(`[tideway] functions started: ${Object.keys(functions.pids()).join(', ')}\n`);
-    return {};
+    await webhook?.ready();
+    return webhook?.vars ?? {};
   },
   onStop: async () => {
     await tokens?.stop();

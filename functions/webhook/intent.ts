@@ -39,7 +39,7 @@ export const restoreIntent = (namespace: string, cluster: string, data: unknown)
 };
 
 export const backupIntent = (namespace: string, cluster: string, data: unknown): Intent => {
-  const body = zBackupRequest.safeParse(data ?? {});
+  const body = zBackupRequest.safeParse(data === undefined ? {} : data);
   if (!body.success)
     throw new WebhookError(
       'InvalidBody',

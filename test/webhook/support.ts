@@ -65,11 +65,11 @@ export type WebhookServer = {
  */
 export const startWebhook = async (
   b: Bed,
-  o: { namespace?: string; replicas?: number; env?: Record<string, string> } = {},
+  o: { namespace?: string; replicas?: number; port?: number; env?: Record<string, string> } = {},
 ): Promise<WebhookServer> => {
   const admin = new KubeConfig();
   admin.loadFromFile(b.info.kubeconfig);
-  const port = await freePort();
+  const port = o.port ?? (await freePort());
   const kubeconfig = await writeFunctionKubeconfig({
     admin,
     fn: 'webhook',
