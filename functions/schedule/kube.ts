@@ -31,7 +31,20 @@ export type LoadedSchedule = {
   key: Key;
   /** Read-modify-write of the status (compare-and-set on resourceVersion); undefined writes nothing. */
   writeStatus: (mutate: (s: Status) => Status | undefined) => Promise<BackupSchedule | undefined>;
+  /**
+   * The same, for a status derived from what `observe` sees (the schedule's Backups): it looks
+   * after each read of the schedule, so a write based on an older look than the last writer's
+   * loses the compare-and-set and looks again. Runs started by Backup events do not hold the
+   * schedule's lock, and must not write back what they saw before a run made its Backup.
+   */
+  writeObserved: <T>(
+    observe: () => Promise<T>,
+    mutate: (s: Status, seen: T) => Status | undefined,
+  ) => Promise<BackupSchedule>;
 };
+
+const unchanged = (next: Status | undefined, current: Status | undefined) =>
+  next === undefined || JSON.stringify(next) === JSON.stringify(current ?? {});
 
 /** The BackupSchedule, freshly read and validated, or the outcome when there is none to act on. */
 export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSchedule | Outcome> => {
@@ -55,10 +68,24 @@ export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSc
     writeStatus: (mutate) =>
       updateStatus<BackupSchedule>(custom, SCHEDULE, key, (o) => {
         const next = mutate({ ...(o.status ?? {}) });
-        return next === undefined || JSON.stringify(next) === JSON.stringify(o.status ?? {})
-          ? undefined
-          : next;
+        return unchanged(next, o.status) ? undefined : next;
       }),
+    writeObserved: async (observe, mutate) => {
+      for (let attempt = 1; ; attempt++) {
+        const o = (await custom.getNamespacedCustomObject({ ...SCHEDULE, ...key })) as BackupSchedule;
+        const next = mutate({ ...(o.status ?? {}) }, await observe());
+        if (unchanged(next, o.status)) return o;
+        try {
+          return (await custom.replaceNamespacedCustomObjectStatus({
+            ...SCHEDULE,
+            ...key,
+            body: { ...o, status: next },
+          })) as BackupSchedule;
+        } catch (error) {
+          if (!isConflict(error) || attempt >= 5) throw error;
+        }
+      }
+    },
   };
 };
 

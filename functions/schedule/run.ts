@@ -59,7 +59,7 @@ export type RunDecision =
   | { kind: 'ignore'; why: 'AlreadyHandled' | 'Suspended' }
   /** The run is recorded as handled without a Backup; `missed` runs are added to missedRuns. */
   | { kind: 'skip'; reason: RunReason; message: string; missed: number }
-  /** Make the run's Backup (unless `made`), after deleting `replace`; then record it. */
+  /** Make the run's Backup (unless `made`) and delete `replace`; then record it. */
   | { kind: 'create'; reason: RunReason; replace: readonly string[]; missed: number; made: boolean };
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
@@ -75,7 +75,7 @@ const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
  *   run is made if the latest is within the deadline, and every older one is counted once.
  * - No cluster: skipped, with a reason that names it.
  * - Another Backup of the schedule still Pending or Running: Forbid skips this run, Replace
- *   deletes those and makes this one.
+ *   makes this one and deletes those.
  */
 export const decideRun = (i: RunInput): RunDecision => {
   const at = i.scheduledTime;

@@ -81,34 +81,37 @@ export const sync = async (o: SyncOptions) => {
   const { schedule } = loaded;
   const { spec } = schedule;
   const namespace = schedule.metadata.namespace ?? '';
-  const backups = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
-  const exists = await clusterExists(ctx.kube, namespace, spec.cluster.name);
-  const { condition: retention, pruned } = await prune(o, backups);
-
-  const summary = summarize(backups.filter((b) => !pruned.has(b.name)));
   const next = spec.suspend ? undefined : fireAfter(clock, now);
-  const ready = readyCondition({
-    spec,
-    namespace,
-    clockProblem: clock.problem,
-    next,
-    timeZone: clock.timeZone,
-    clusterExists: exists,
-  });
   const generation = schedule.metadata.generation;
-  const written = await loaded.writeStatus((s) => {
-    const { active: _a, lastSuccessfulBackup: _l, nextScheduleTime: _n, ...rest } = s;
-    let conditions = setCondition(s.conditions as Condition[] | undefined, ready, generation, now);
-    conditions = setCondition(conditions, retention, generation, now);
-    ctx.fence();
-    return {
-      ...rest,
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-      ...(summary.active.length > 0 ? { active: summary.active } : {}),
-      ...(summary.lastSuccessfulBackup ? { lastSuccessfulBackup: summary.lastSuccessfulBackup } : {}),
-      ...(next instanceof Date ? { nextScheduleTime: rfc3339(next) } : {}),
-      conditions,
-    };
-  });
-  return written?.status ?? {};
+  const written = await loaded.writeObserved(
+    async () => {
+      const backups = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
+      const exists = await clusterExists(ctx.kube, namespace, spec.cluster.name);
+      const { condition, pruned } = await prune(o, backups);
+      return { summary: summarize(backups.filter((b) => !pruned.has(b.name))), exists, retention: condition };
+    },
+    (s, { summary, exists, retention }) => {
+      const ready = readyCondition({
+        spec,
+        namespace,
+        clockProblem: clock.problem,
+        next,
+        timeZone: clock.timeZone,
+        clusterExists: exists,
+      });
+      const { active: _a, lastSuccessfulBackup: _l, nextScheduleTime: _n, ...rest } = s;
+      let conditions = setCondition(s.conditions as Condition[] | undefined, ready, generation, now);
+      conditions = setCondition(conditions, retention, generation, now);
+      ctx.fence();
+      return {
+        ...rest,
+        ...(generation !== undefined ? { observedGeneration: generation } : {}),
+        ...(summary.active.length > 0 ? { active: summary.active } : {}),
+        ...(summary.lastSuccessfulBackup ? { lastSuccessfulBackup: summary.lastSuccessfulBackup } : {}),
+        ...(next instanceof Date ? { nextScheduleTime: rfc3339(next) } : {}),
+        conditions,
+      };
+    },
+  );
+  return written.status ?? {};
 };

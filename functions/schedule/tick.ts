@@ -48,8 +48,8 @@ type RunOptions = {
 };
 
 /**
- * One run of the schedule: observe (its Backups, the cluster), decide (run.ts), act (delete what
- * Replace replaces, create the run's Backup), then record it: lastScheduleTime, missedRuns and
+ * One run of the schedule: observe (its Backups, the cluster), decide (run.ts), act (create the
+ * run's Backup, then delete what Replace replaces), then record it: lastScheduleTime, missedRuns and
  * the LastRun condition, in one compare-and-set write that never records a run twice.
  */
 export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regarding }: RunOptions) => {
@@ -88,12 +88,14 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
   let result: ConditionInput;
   const earlier = decision.missed > 0 ? `; ${decision.missed} earlier run(s) were missed` : '';
   if (decision.kind === 'create') {
-    for (const old of active.filter((b) => decision.replace.includes(b.name))) {
-      ctx.fence();
-      await deleteBackup(ctx.kube, namespace, old.name, old.uid);
-    }
     ctx.fence();
     const made = decision.made ? 'exists' : await createBackup(ctx.kube, schedule, at);
+    // Replaced only once the run's own Backup stands: a taken name replaces nothing.
+    if (made !== 'foreign')
+      for (const old of active.filter((b) => decision.replace.includes(b.name))) {
+        ctx.fence();
+        await deleteBackup(ctx.kube, namespace, old.name, old.uid);
+      }
     result =
       made === 'foreign'
         ? {
