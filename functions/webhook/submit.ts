@@ -1,5 +1,6 @@
 import { zBackup, zRedisCluster, zRestore } from '../../shared/api/generated.ts';
 import { TIDEWAY_GROUP, TIDEWAY_VERSION } from '../../shared/kube/resources.ts';
+import { isSafetyBackup } from '../restore/safety.ts';
 import { WebhookError } from './errors.ts';
 import { fingerprintOf, type Intent, objectNameOf } from './intent.ts';
 import type { Kind, WebhookKube } from './kube.ts';
@@ -138,12 +139,18 @@ export const submit = async (
     }
     const completed = (await kube.list('Backup', ns)).some((raw) => {
       const b = zBackup.safeParse(raw);
-      return b.success && b.data.spec.cluster.name === intent.cluster && b.data.status?.phase === 'Completed';
+      // The restore function's rule for latest: a restore's safety backups do not count.
+      return (
+        b.success &&
+        b.data.spec.cluster.name === intent.cluster &&
+        b.data.status?.phase === 'Completed' &&
+        !isSafetyBackup(b.data)
+      );
     });
     if (!completed)
       throw new WebhookError(
         'NoCompletedBackup',
-        `RedisCluster ${intent.cluster} has no Completed Backup in namespace ${ns}`,
+        `RedisCluster ${intent.cluster} has no Completed Backup in namespace ${ns} (safety backups of restores do not count for latest: restore one by name)`,
       );
   };
 

@@ -161,11 +161,16 @@ export const startWebhook = async (
 
 /** The test bed's objects of one namespace, as a user with kubectl would make them. */
 export const fixtures = (b: Bed, namespace: string) => {
-  const create = (kind: keyof typeof TIDEWAY_KINDS, name: string, spec: Record<string, unknown>) =>
+  const create = (
+    kind: keyof typeof TIDEWAY_KINDS,
+    name: string,
+    spec: Record<string, unknown>,
+    labels: Record<string, string> = {},
+  ) =>
     b.custom.createNamespacedCustomObject({
       ...TIDEWAY_KINDS[kind],
       namespace,
-      body: { apiVersion: 'tideway.dev/v1alpha1', kind, metadata: { name }, spec },
+      body: { apiVersion: 'tideway.dev/v1alpha1', kind, metadata: { name, labels }, spec },
     });
   const setStatus = (plural: string, name: string, status: Record<string, unknown>) =>
     b.kubectl(
@@ -202,8 +207,13 @@ export const fixtures = (b: Bed, namespace: string) => {
             }),
       }),
     /** A Backup of `cluster` in `phase` (written as the backup function would). */
-    backup: async (name: string, cluster: string, phase?: 'Completed' | 'Running' | 'Failed') => {
-      await create('Backup', name, { cluster: { name: cluster } });
+    backup: async (
+      name: string,
+      cluster: string,
+      phase?: 'Completed' | 'Running' | 'Failed',
+      labels: Record<string, string> = {},
+    ) => {
+      await create('Backup', name, { cluster: { name: cluster } }, labels);
       if (phase) await setStatus('backups', name, { phase });
     },
     setStatus,

@@ -74,6 +74,8 @@ describe('webhook', () => {
     await f.backup('fresh-nightly', 'fresh', 'Completed');
     await f.backup('half', 'cache', 'Running');
     await f.backup('broken', 'cache', 'Failed');
+    // A restore's safety backup: Completed, but not a candidate for latest.
+    await f.backup('lone-safety', 'lone', 'Completed', { 'tideway.dev/safety-backup': 'true' });
     hook = await started({ namespace: ns, replicas: 2, env: UNLIMITED });
   });
   afterAll(async () => {
@@ -183,8 +185,9 @@ describe('webhook', () => {
     expect((await f.restores()).filter((r) => r.spec.cluster.name === 'race')).toHaveLength(1);
   });
 
-  it('{"latest":true} needs a Completed backup of the cluster; then a Restore of the latest is made', async () => {
+  it('{"latest":true} needs a Completed backup of the cluster (a safety backup does not count); then a Restore of the latest is made', async () => {
     await refused(() => post(restorePath('lone'), '{"latest":true}'), 404, 'NoCompletedBackup');
+    await refused(() => post(restorePath('nostore'), '{"latest":true}'), 404, 'NoCompletedBackup');
     const r = await post(restorePath('fresh'), '{"latest":true}');
     expect(r.status, r.text).toBe(202);
     const name = (r.json as { restore: { name: string } }).restore.name;
