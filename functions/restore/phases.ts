@@ -1,13 +1,13 @@
-import type { Restore } from '../../shared/api/generated.ts';
 import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
 import { LockLostError, type Outcome, retryAfter, TemporaryError } from '../../shared/runtime/handler.ts';
 import { failureOf } from './errors.ts';
 import { failRestore } from './finish.ts';
 import { createBackup, listRestores, readBackup } from './kube.ts';
+import { created, runningAtCreation } from './one-at-a-time.ts';
 import { loadProblem } from './rdb-format.ts';
 import { recordEvent } from './report.ts';
 import { restoring } from './restoring.ts';
-import { enterPhase, FINISHED, formatDuration, progressWriter, type Run } from './run.ts';
+import { enterPhase, formatDuration, progressWriter, type Run } from './run.ts';
 import { madeBy, safetyBackupName, safetyBackupOf } from './safety.ts';
 import { chooseSource, describeRef, resolveSource } from './source.ts';
 import { servingMaster } from './target.ts';
@@ -18,12 +18,6 @@ const MASTER_WAIT_MS = 10 * 60_000;
 /** Verifications that could not read the object (the store did not answer) before giving up. */
 const MAX_VERIFICATIONS = 5;
 
-const created = (r: Pick<Restore, 'metadata'>) => new Date(r.metadata.creationTimestamp ?? 0).getTime();
-
-/** Older first: by creation, then name (creation times have seconds only), the same for every run. */
-const olderThan = (a: Restore, b: Restore) =>
-  created(a) < created(b) || (created(a) === created(b) && a.metadata.name < b.metadata.name);
-
 /** A failure of a step before any data was touched: retried when it may pass, else the end. */
 const failedBeforeData = async (run: Run, error: unknown, at: string): Promise<Outcome> => {
   if (error instanceof LockLostError || run.ctx.signal.aborted) throw error;
@@ -33,10 +27,10 @@ const failedBeforeData = async (run: Run, error: unknown, at: string): Promise<O
 };
 
 /**
- * Pending: one restore per cluster at a time — another Restore of the cluster created earlier and
- * not finished makes this one fail at once (RestoreInProgress), as the webhook refuses it with a
- * 409: queueing would load old data over a newer restore at some unknown later time. Then the
- * source is chosen once (`latest` becomes a particular Backup) and recorded.
+ * Pending: one restore per cluster at a time — a Restore made while another of the cluster ran
+ * fails at once (RestoreInProgress), as the webhook refuses it with a 409: queueing would load
+ * old data over a newer restore at some later time nobody chose. Then the source is chosen once
+ * (`latest` becomes a particular Backup) and recorded.
  */
 export const start = async (run: Run): Promise<Outcome> => {
   const { restore } = run.loaded;
@@ -45,13 +39,12 @@ export const start = async (run: Run): Promise<Outcome> => {
     (r) =>
       r.spec.cluster.name === cluster &&
       r.metadata.uid !== restore.metadata.uid &&
-      !FINISHED.has(r.status?.phase ?? '') &&
-      olderThan(r, restore),
+      runningAtCreation(r, restore),
   );
   if (busy.length > 0)
     return failRestore(run, {
       reason: 'RestoreInProgress',
-      message: `RedisCluster ${cluster} takes one restore at a time and ${busy.map((r) => `Restore ${r.metadata.name} (${r.status?.phase ?? 'Pending'})`).join(', ')} is not finished: create this Restore again once it is`,
+      message: `RedisCluster ${cluster} takes one restore at a time and ${busy.map((r) => `Restore ${r.metadata.name} (${r.status?.phase ?? 'Pending'})`).join(', ')} was not finished when this one was made: create this Restore again when none is running`,
       data: 'untouched',
       at: 'Pending',
     });

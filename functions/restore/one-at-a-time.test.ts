@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { Restore } from '../../shared/api/generated.ts';
+import { runningAtCreation } from './one-at-a-time.ts';
+
+const restore = (name: string, created: string, status?: Restore['status']): Restore => ({
+  apiVersion: 'tideway.dev/v1alpha1',
+  kind: 'Restore',
+  metadata: { name, creationTimestamp: created },
+  spec: { cluster: { name: 'cache' }, source: { latest: true } },
+  ...(status ? { status } : {}),
+});
+
+describe('one restore per cluster at a time', () => {
+  const mine = restore('mine', '2026-11-23T10:00:05Z');
+
+  it('an older Restore that has not finished blocks a newer one, whatever its phase', () => {
+    for (const phase of [undefined, 'Pending', 'Verifying', 'SafetyBackup', 'Restoring'] as const)
+      expect(
+        runningAtCreation(restore('old', '2026-11-23T10:00:00Z', phase ? { phase } : undefined), mine),
+      ).toBe(true);
+  });
+
+  it('an older Restore that finished after the newer was made blocks it too (its run held the lock meanwhile)', () => {
+    const old = restore('old', '2026-11-23T10:00:00Z', {
+      phase: 'Completed',
+      completedAt: '2026-11-23T10:00:09Z',
+    });
+    expect(runningAtCreation(old, mine)).toBe(true);
+  });
+
+  it('an older Restore that had finished before does not', () => {
+    for (const phase of ['Completed', 'Failed', 'RolledBack'] as const)
+      expect(
+        runningAtCreation(
+          restore('old', '2026-11-23T09:00:00Z', { phase, completedAt: '2026-11-23T09:10:00Z' }),
+          mine,
+        ),
+      ).toBe(false);
+  });
+
+  it('a newer Restore never blocks an older one; made in the same second, the name decides', () => {
+    expect(runningAtCreation(restore('new', '2026-11-23T10:00:09Z'), mine)).toBe(false);
+    const a = restore('a', '2026-11-23T10:00:05Z');
+    const b = restore('b', '2026-11-23T10:00:05Z');
+    expect(runningAtCreation(a, b)).toBe(true);
+    expect(runningAtCreation(b, a)).toBe(false);
+  });
+});

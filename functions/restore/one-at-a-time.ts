@@ -1,0 +1,20 @@
+import type { Restore } from '../../shared/api/generated.ts';
+import { FINISHED } from './run.ts';
+
+export const created = (r: Pick<Restore, 'metadata'>) =>
+  new Date(r.metadata.creationTimestamp ?? 0).getTime();
+
+/** Older first: by creation, then name (creation times have seconds only), the same for every run. */
+const olderThan = (a: Restore, b: Restore) =>
+  created(a) < created(b) || (created(a) === created(b) && a.metadata.name < b.metadata.name);
+
+/**
+ * Another Restore of the cluster was running when this one was made: created earlier, and not
+ * finished then (it is not yet, or finished after this one was created). Decided by the objects'
+ * times, never by when this run got the cluster lock — it waits for the other's run to end, and
+ * would otherwise find it finished and load its own data over it.
+ */
+export const runningAtCreation = (other: Restore, mine: Restore) =>
+  olderThan(other, mine) &&
+  (!FINISHED.has(other.status?.phase ?? '') ||
+    new Date(other.status?.completedAt ?? 0).getTime() > created(mine));

@@ -1,0 +1,336 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Backup } from '../../shared/api/generated.ts';
+import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
+import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
+import type { TestServer } from '../backup/support/servers.ts';
+import { bed, createNamespace } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
+import type { Worker } from '../support/functions.ts';
+import { eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import {
+  clusterData,
+  conditionOf,
+  isSafety,
+  lastOutcome,
+  restores,
+  startRestoreFunction,
+} from './support.ts';
+
+/**
+ * Restores end to end on the test bed (issue 13): the product's functions (watcher, reconcile,
+ * health, backup and restore, each as its own ServiceAccount), a real 3-instance RedisCluster
+ * with every core type, the real S3 server. A restore loads into the running master: no pod
+ * restarts, and every replica ends with the master's content.
+ */
+describe('restore', () => {
+  const b = bed();
+  let ns = '';
+  let dir = '';
+  const workers: Worker[] = [];
+  const servers: TestServer[] = [];
+  const rdc = redisClusters(b, () => ns);
+  const bk = backups(b, () => ns);
+  const rs = restores(b, () => ns);
+  const data = clusterData(b, () => ns, 'cache');
+  const { s3 } = b.info;
+  const store = bedStore(b);
+  const key = randomBytes(32);
+  let prefix = '';
+  /** The content of Backup b1, read from its object. */
+  let b1Content: Content;
+
+  const secret = (name: string, body: Record<string, Buffer | string>) =>
+    b.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        data: Object.fromEntries(
+          Object.entries(body).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+        ),
+      },
+    });
+  const storeSpec = (o: Record<string, unknown> = {}) => ({
+    s3: {
+      bucket: s3.bucket,
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      prefix,
+      credentialsSecret: { name: 's3-creds' },
+    },
+    compression: 'zstd',
+    encryption: { secretName: 'backup-key' },
+    ...o,
+  });
+  const contentOfBackup = (done: Backup) =>
+    restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers });
+  /** Writes on the master: the data a restore must replace. */
+  const change = async (tag: string) => {
+    const c = await data.clientOf(await data.master());
+    try {
+      await c.call('SET', 'str:text', `changed ${tag}`);
+      await c.call('DEL', 'list:small', 'set:large');
+      await c.call('HSET', 'hash:small', 'f1', tag);
+      await c.call('XADD', 'stream:s', '*', 'n', tag);
+      for (let i = 0; i < 20; i++) await c.call('SET', `added:${tag}:${i}`, randomBytes(100));
+      expect(Number(await c.call('WAIT', 2, 10_000))).toBe(2);
+    } finally {
+      c.close();
+    }
+  };
+  const backupNow = async (name: string) => {
+    await bk.create(name, { cluster: { name: 'cache' } });
+    return bk.phase(name, 'Completed');
+  };
+  const everyPod = async () =>
+    Promise.all((await data.pods()).map(async (p) => [p, await data.contentOfPod(p)] as const));
+  /** The master and every replica hold `expected`, and the cluster is Ready again. */
+  const expectCluster = async (expected: Content) => {
+    await rdc.ready('cache');
+    for (const [pod, content] of await everyPod()) {
+      try {
+        expectSameContent(content, expected);
+      } catch (error) {
+        throw new Error(`${pod}: ${(error as Error).message}`);
+      }
+    }
+  };
+
+  beforeAll(async () => {
+    await installCrds(b.info);
+    ns = await createNamespace(b.core, 'restore');
+    prefix = `e2e/${ns}`;
+    dir = await mkdtemp(join(tmpdir(), 'twbed-restore-e2e-'));
+    const id = `restore-${ns}`;
+    workers.push(await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id }));
+    workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
+    workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
+    workers.push(await startFunction(b, ns, id, 'backup', { TIDEWAY_REPLICA: '0' }));
+    workers.push(await startRestoreFunction(b, ns, id, { TIDEWAY_REPLICA: '0' }));
+    await secret('s3-creds', {
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    });
+    await secret('backup-key', { key });
+    await rdc.apply('cache', { version: '7.0', replicas: 3, backup: { store: storeSpec() } });
+    await rdc.ready('cache');
+    const c = await data.clientOf(await data.master());
+    await populate(c);
+    await fillRandom(c, 8);
+    expect(Number(await c.call('WAIT', 2, 10_000))).toBe(2);
+    c.close();
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await Promise.all(servers.map((s) => s.stop()));
+    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    // Least privilege is enough: no function was refused anything along the way.
+    expect(refusals(workers)).toEqual([]);
+  });
+
+  it('restores a Backup by name into the running master: every type, every instance, a safety backup first', async () => {
+    const b1 = await backupNow('b1');
+    b1Content = await contentOfBackup(b1);
+    await change('one');
+    const before = new Map(await everyPod());
+    const master = await data.master();
+    const uids = new Map((await rdc.pods('cache')).map((p) => [p.metadata?.name, p.metadata?.uid]));
+
+    await rs.create('r1', { cluster: { name: 'cache' }, source: { backup: { name: 'b1' } } });
+    const r1 = await rs.ended('r1', 'Completed');
+    await expectCluster(b1Content);
+    // In place: the same pods, the same master, which takes writes again.
+    expect(new Map((await rdc.pods('cache')).map((p) => [p.metadata?.name, p.metadata?.uid]))).toEqual(uids);
+    expect(await data.master()).toBe(master);
+    const c = await data.clientOf(master);
+    expect(String(await c.call('SET', 'after-restore', '1'))).toBe('OK');
+    const info = await c.text('INFO', 'replication');
+    c.close();
+
+    expect(r1.status).toMatchObject({
+      source: 'backup b1',
+      safetyBackup: 'r1-safety',
+      keys: b1Content.values.size,
+      progress: { bytes: b1.status?.rdbSize, percent: 100 },
+    });
+    expect(r1.status?.completedAt).toBeDefined();
+    expect(conditionOf(r1, 'Completed')).toMatchObject({ status: 'True', reason: 'Completed' });
+    expect(conditionOf(r1, 'ClusterData')).toMatchObject({ status: 'True', reason: 'Restored' });
+    const rc = await rdc.get('cache');
+    expect(conditionOf(rc, 'Restoring')).toMatchObject({ status: 'False', reason: 'Restored' });
+    expect(conditionOf(rc, 'Restoring')?.message).toMatch(/^Restore r1 /);
+    // The cluster's history is the restored data's: the master's id now.
+    expect(info).toContain(`master_replid:${rc.status?.replication?.id}`);
+
+    // The safety backup: Completed, labelled, naming its Restore, holding the data from before.
+    const safety = await bk.get('r1-safety');
+    expect(safety.status?.phase).toBe('Completed');
+    expect(isSafety(safety)).toBe(true);
+    expect(safety.metadata.annotations).toMatchObject({
+      'tideway.dev/restore': 'r1',
+      'tideway.dev/restore-uid': r1.metadata.uid,
+    });
+    expect(safety.metadata.ownerReferences ?? []).toEqual([]);
+    const source = before.get(safety.status?.source ?? '');
+    expect(source).toBeDefined();
+    expectSameContent(await contentOfBackup(safety), source as Content);
+
+    expect(await eventReasons(b, ns, 'r1')).toEqual(
+      expect.arrayContaining([
+        'Started',
+        'Verified',
+        'SafetyBackupStarted',
+        'SafetyBackupCompleted',
+        'Loading',
+        'Completed',
+      ]),
+    );
+    expect(await eventReasons(b, ns, 'cache')).toEqual(
+      expect.arrayContaining(['RestoreLoading', 'RestoreCompleted']),
+    );
+    const ce = await lastOutcome(b, 'dev.tideway.restore.completed', {
+      kind: 'Restore',
+      namespace: ns,
+      name: 'r1',
+    });
+    expect(ce.data).toMatchObject({
+      cluster: 'cache',
+      restore: 'r1',
+      source: 'backup b1',
+      keys: b1Content.values.size,
+      safetyBackup: 'r1-safety',
+    });
+  });
+
+  it('refuses a backup object changed in the store: Failed at Verifying, nothing touched, no safety backup', async () => {
+    const b2 = await backupNow('b2');
+    await change('two');
+    const objectKey = keyOf(b2.status?.location ?? '', s3.bucket);
+    // One byte in the middle, the same size: only the checksum can tell.
+    const bytes = Buffer.from((await store.get(objectKey, 64 * 1024 * 1024)) ?? []);
+    bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] ?? 0) ^ 0xff;
+    await store.put(objectKey, bytes, 'application/octet-stream');
+    const master = await data.master();
+    const before = await data.contentOfPod(master);
+    const replid = (await data.replicationOf(master)).master_replid;
+
+    await rs.create('r2', { cluster: { name: 'cache' }, source: { backup: { name: 'b2' } } });
+    const r2 = await rs.ended('r2', 'Failed');
+    expect(r2.status?.error?.reason).toBe('ChecksumMismatch');
+    expect(r2.status?.error?.message).toMatch(/changed after it was stored/);
+    expect(conditionOf(r2, 'Completed')).toMatchObject({ status: 'False', reason: 'ChecksumMismatch' });
+    expect(conditionOf(r2, 'Completed')?.message).toMatch(/^failed at Verifying/);
+    expect(conditionOf(r2, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    expect(r2.status?.safetyBackup).toBeUndefined();
+    await expect(bk.get('r2-safety')).rejects.toMatchObject({ code: 404 });
+    // Untouched: the same content, and the master never replicated from anything.
+    expectSameContent(await data.contentOfPod(master), before);
+    expect((await data.replicationOf(master)).master_replid).toBe(replid);
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')?.message).toMatch(/^Restore r1 /);
+    const ce = await lastOutcome(b, 'dev.tideway.restore.failed', {
+      kind: 'Restore',
+      namespace: ns,
+      name: 'r2',
+    });
+    expect(ce.data).toMatchObject({ reason: 'ChecksumMismatch', at: 'Verifying', data: 'untouched' });
+  });
+
+  it('latest: true restores the newest Completed Backup of the cluster, never a safety backup', async () => {
+    const b3 = await backupNow('b3');
+    const b3Content = await contentOfBackup(b3);
+    await change('three');
+    await rs.create('r3', { cluster: { name: 'cache' }, source: { latest: true } });
+    const r3 = await rs.ended('r3', 'Completed');
+    expect(r3.status?.source).toBe('backup b3 (latest)');
+    await expectCluster(b3Content);
+    // r3's safety backup is now the newest Completed Backup of the cluster; latest still means b3.
+    const safety = await bk.get('r3-safety');
+    expect(new Date(safety.status?.completedAt ?? 0).getTime()).toBeGreaterThan(
+      new Date(b3.status?.completedAt ?? 0).getTime(),
+    );
+    await rs.create('r4', { cluster: { name: 'cache' }, source: { latest: true }, safetyBackup: false });
+    const r4 = await rs.ended('r4', 'Completed');
+    expect(r4.status?.source).toBe('backup b3 (latest)');
+    expect(r4.status?.safetyBackup).toBeUndefined();
+  });
+
+  it('restores a raw S3 key by its manifest, and refuses an RDB format the cluster cannot load before touching it', async () => {
+    const b1 = await bk.get('b1');
+    await rs.create('r5', {
+      cluster: { name: 'cache' },
+      source: { s3: { store: storeSpec(), key: keyOf(b1.status?.location ?? '', s3.bucket) } },
+      safetyBackup: false,
+    });
+    const r5 = await rs.ended('r5', 'Completed');
+    expect(r5.status?.source).toBe(b1.status?.location);
+    await expectCluster(b1Content);
+
+    // An RDB of format 11 (Redis 7.2) for a Redis 7.0 cluster, with a valid manifest.
+    const rdb = Buffer.concat([Buffer.from('REDIS0011'), randomBytes(4096)]);
+    const k = `${prefix}/foreign/v11.rdb`;
+    await store.put(k, rdb, 'application/octet-stream');
+    const sha256 = createHash('sha256').update(rdb).digest('hex');
+    const manifest = {
+      format: 'tideway.dev/backup-manifest/v1',
+      backup: { namespace: 'elsewhere', name: 'v11', uid: 'x' },
+      cluster: { namespace: 'elsewhere', name: 'newer' },
+      redis: { product: 'redis', version: '7.2.4' },
+      source: 'newer-0',
+      object: k,
+      size: rdb.length,
+      rdbSize: rdb.length,
+      sha256,
+      compression: 'none',
+      encryption: null,
+      startedAt: new Date().toISOString(),
+      created: new Date().toISOString(),
+    };
+    await store.put(
+      `${prefix}/foreign/v11.manifest.json`,
+      Buffer.from(JSON.stringify(manifest)),
+      'application/json',
+    );
+    const master = await data.master();
+    const replid = (await data.replicationOf(master)).master_replid;
+    await rs.create('r6', {
+      cluster: { name: 'cache' },
+      source: { s3: { store: storeSpec({ compression: 'none', encryption: { secretName: '' } }), key: k } },
+    });
+    const r6 = await rs.ended('r6', 'Failed');
+    expect(r6.status?.error?.reason).toBe('RdbVersionUnsupported');
+    expect(r6.status?.error?.message).toMatch(
+      /RDB version 11 cannot be loaded by Redis 7\.0\.\d+, which loads RDB versions up to 10/,
+    );
+    expect(conditionOf(r6, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    expect((await data.replicationOf(master)).master_replid).toBe(replid);
+    await expect(bk.get('r6-safety')).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('takes one restore of a cluster at a time: the later of two is refused with the reason', async () => {
+    await Promise.all([
+      rs.create('r7a', {
+        cluster: { name: 'cache' },
+        source: { backup: { name: 'b1' } },
+        safetyBackup: false,
+      }),
+      rs.create('r7b', {
+        cluster: { name: 'cache' },
+        source: { backup: { name: 'b3' } },
+        safetyBackup: false,
+      }),
+    ]);
+    const [a, bb] = await Promise.all([rs.get('r7a'), rs.get('r7b')]);
+    const created = (x: typeof a) => `${x.metadata.creationTimestamp}/${x.metadata.name}`;
+    const [first, second] = created(a) <= created(bb) ? ['r7a', 'r7b'] : ['r7b', 'r7a'];
+    await rs.ended(first, 'Completed');
+    const refused = await rs.ended(second, 'Failed');
+    expect(refused.status?.error?.reason).toBe('RestoreInProgress');
+    expect(refused.status?.error?.message).toContain(`Restore ${first}`);
+    expect(conditionOf(refused, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+  });
+});
