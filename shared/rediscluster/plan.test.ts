@@ -149,6 +149,24 @@ describe('topology plan', () => {
     expect(plan.commands).toContainEqual({ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] });
   });
 
+  it('lets a replica restarted from its append-only file follow again: offset 1 of a fresh id, never connected', () => {
+    const restarted = (offset: number) => {
+      const r = replica('c-1', 1, offset, '127.0.0.1');
+      return { ...r, keys: 500, replication: { ...r.replication, replid: 'fresh' } } as Instance;
+    };
+    const m = { ...master('c-0', 0, 900, 1, 'master'), keys: 500 };
+    const plan = planTopology([m, restarted(1)], 'c-0', 2, { id: 'r' });
+    expect(plan.commands).toContainEqual({
+      pod: 'c-1',
+      ip: '10.0.0.11',
+      args: ['REPLICAOF', '10.0.0.10', '6379'],
+    });
+    // The same data at a real offset of an unknown id (an RDB of another history): left alone.
+    const other = planTopology([m, restarted(700)], 'c-0', 2, { id: 'r' });
+    expect(other.commands).toEqual([]);
+    expect(other.blocked.join()).toMatch(/c-1/);
+  });
+
   it("never promotes when the recorded master's pod is absent (between a delete and its re-creation)", () => {
     const plan = planTopology(
       [replica('c-1', 1, 100, '10.0.0.10', 'replica'), replica('c-2', 2, 100, '10.0.0.10', 'replica')],

@@ -1,3 +1,4 @@
+import { isHistory } from '../redis/info.ts';
 import { masterBehind } from './health.ts';
 import { REDIS_PORT, type Role } from './names.ts';
 import type { Instance } from './probe.ts';
@@ -25,15 +26,35 @@ const reachable = (i: Instance) => i.replication !== undefined && !i.terminating
  * its data belongs to m's replication history (the same id, or the one m continued from after a
  * promotion — a former master that rejoins; writes it took after the promotion and never passed
  * on are the window the failover docs describe). An instance of another history — an old volume,
- * a master promoted empty — is never made to follow.
+ * a master promoted empty — is never made to follow; one restarted from its append-only file is
+ * (restartedWithoutHistory).
  */
 export const canFollow = (i: Instance, m: Instance, history?: History) => {
-  if (i.keys === 0) return true;
+  if (i.keys === 0 || restartedWithoutHistory(i)) return true;
   const r = i.replication;
   const mr = m.replication;
   if (!r || !mr) return false;
   const ids = [mr.replid, mr.replid2, ...historyIds(history)].filter((x): x is string => !!x);
   return ids.includes(r.replid) || (!!r.replid2 && ids.includes(r.replid2));
+};
+
+/**
+ * A server that started from an append-only file: Redis keeps the replication id only in an RDB
+ * file, so it comes back at offset 1 of a fresh id, never connected since — an id no history
+ * knows. Its data is its own disk's, a copy of this cluster's (a replica's, or a former master's,
+ * whose writes after a failover are the window the failover docs describe): it may follow.
+ * Servers with a real other history (an RDB with another id, a master promoted by hand) keep
+ * their offsets and ids and are still never made to follow.
+ */
+export const restartedWithoutHistory = (i: Instance) => {
+  const r = i.replication;
+  return (
+    r?.role === 'replica' &&
+    !r.linkUp &&
+    r.linkDownSeconds === Number.POSITIVE_INFINITY &&
+    r.offset <= 1 &&
+    !isHistory(r.replid2)
+  );
 };
 
 /**

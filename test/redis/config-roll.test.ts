@@ -163,6 +163,37 @@ describe('redis configuration and password changes', () => {
     );
   });
 
+  it('rolls a cluster with appendonly: each server restarts from its append-only file and follows again', async () => {
+    workers = await startRedisFunctions(b, ns, `aof-${ns}`);
+    const aof = { replicas: 3, config: { appendonly: 'yes' } };
+    await rdc.apply('aof', aof);
+    const before = await rdc.ready('aof');
+    const pw = await rdc.password('aof');
+    const keys = Array.from({ length: 50 }, (_, i) => `a${i}`);
+    await onMaster('aof', pw, async (m) => {
+      for (const k of keys) await m.command('SET', k, k);
+      expect(await m.command('WAIT', '2', '5000')).toBe(2);
+    });
+    const uid0 = await uids('aof');
+    // A change that restarts every server: each comes back from its AOF with a fresh replication
+    // id at offset 1 and must be made to follow again, or the rollout never goes on.
+    await rdc.apply('aof', { ...aof, config: { ...aof.config, 'maxmemory-policy': 'noeviction' } });
+    await until(
+      'every pod restarted and the cluster Ready',
+      async () => {
+        const now = await uids('aof');
+        if (Object.keys(uid0).some((p) => now[p] === uid0[p])) return undefined;
+        return (await rdc.ready('aof', 1000).catch(() => undefined)) ? true : undefined;
+      },
+      240_000,
+      1000,
+    );
+    for (const p of await rdc.pods('aof'))
+      expect(await missingKeys(ipOf(p), pw, keys), p.metadata?.name).toEqual([]);
+    expect((await rdc.get('aof')).status?.master).not.toBe(undefined);
+    expect(before.status?.master).toBeTruthy();
+  });
+
   it('rotates a password without a restart or a failover: the new one works everywhere, the old one nowhere', async () => {
     workers = await startRedisFunctions(b, ns, `pw-${ns}`);
     const secret = (password: string) => ({
