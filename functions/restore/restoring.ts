@@ -89,6 +89,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<{ load: Load; error?: F
     const s = run.loaded.state;
     if (s.load && !s.load.delivered)
       await run.loaded.writeState({ ...s, load: { ...s.load, delivered: true } });
+    failpoint(`restore.${of}-delivered`);
   };
   try {
     await loadRdb({

@@ -1,0 +1,282 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Restore } from '../../shared/api/generated.ts';
+import { backups, restoredContent } from '../backup/support/backups.ts';
+import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
+import type { TestServer } from '../backup/support/servers.ts';
+import { bed, createNamespace, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
+import type { Worker } from '../support/functions.ts';
+import { eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import { clusterData, conditionOf, lastOutcome, restores, startRestoreFunction } from './support.ts';
+
+const stateOf = (r: Restore) =>
+  JSON.parse(r.metadata.annotations?.['tideway.dev/restore-state'] ?? '{}') as {
+    loads?: number;
+    rollbacks?: number;
+    load?: { of: string; replid: string; delivered: boolean; attempt: number };
+  };
+
+/**
+ * The restore function stopped at the worst moments (issue 13): mid-transfer, after the master
+ * loaded the data, after the end of the RDB went out. Whatever happens, the cluster ends with the
+ * backup's data or the data it had, never a mix, and the Restore says which. The process is
+ * stopped for real (SIGKILL, or its own exit at a failpoint); a fresh one takes the redelivery.
+ */
+describe('restore interrupted', () => {
+  const b = bed();
+  let ns = '';
+  let dir = '';
+  let id = '';
+  const workers: Worker[] = [];
+  let restorers: Worker[] = [];
+  const servers: TestServer[] = [];
+  const rdc = redisClusters(b, () => ns);
+  const bk = backups(b, () => ns);
+  const rs = restores(b, () => ns);
+  const data = clusterData(b, () => ns, 'cache');
+  const { s3 } = b.info;
+  let b1Content: Content;
+
+  const restorer = async (env: Record<string, string> = {}) => {
+    const w = await startRestoreFunction(b, ns, id, { TIDEWAY_REPLICA: String(restorers.length), ...env });
+    restorers.push(w);
+    workers.push(w);
+    return w;
+  };
+  const change = async (tag: string) => {
+    const c = await data.clientOf(await data.master());
+    try {
+      await c.call('SET', 'str:text', `changed ${tag}`);
+      await c.call('DEL', 'list:small');
+      for (let i = 0; i < 20; i++) await c.call('SET', `added:${tag}:${i}`, `v${i}`);
+      expect(Number(await c.call('WAIT', 2, 10_000))).toBe(2);
+    } finally {
+      c.close();
+    }
+  };
+  const everyPod = async () =>
+    Promise.all((await data.pods()).map(async (p) => [p, await data.contentOfPod(p)] as const));
+  const expectCluster = async (expected: Content) => {
+    await rdc.ready('cache');
+    for (const [pod, content] of await everyPod()) {
+      try {
+        expectSameContent(content, expected);
+      } catch (error) {
+        throw new Error(`${pod}: ${(error as Error).message}`);
+      }
+    }
+  };
+  /** The master replicates from the feed and the RDB is on its way. */
+  const transferring = async () => {
+    const master = await data.master();
+    await until(
+      'the master receiving the RDB from the feed',
+      async () => {
+        const r = await data.replicationOf(master).catch(() => undefined);
+        return r?.master_host === b.info.network.hostIp && r.master_sync_in_progress === '1'
+          ? true
+          : undefined;
+      },
+      60_000,
+      50,
+    );
+    return master;
+  };
+  const writable = async () => {
+    const c = await data.clientOf(await data.master());
+    try {
+      expect(String(await c.call('SET', 'writable', '1'))).toBe('OK');
+    } finally {
+      c.close();
+    }
+  };
+
+  beforeAll(async () => {
+    await installCrds(b.info);
+    ns = await createNamespace(b.core, 'restore-int');
+    id = `restore-int-${ns}`;
+    dir = await mkdtemp(join(tmpdir(), 'twbed-restore-int-'));
+    workers.push(await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id }));
+    workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
+    workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
+    workers.push(await startFunction(b, ns, id, 'backup', { TIDEWAY_REPLICA: '0' }));
+    await b.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 's3-creds' },
+        stringData: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey },
+      },
+    });
+    const store = {
+      s3: {
+        bucket: s3.bucket,
+        endpoint: s3.endpoint,
+        forcePathStyle: true,
+        prefix: `e2e/${ns}`,
+        credentialsSecret: { name: 's3-creds' },
+      },
+      compression: 'zstd',
+    };
+    await rdc.apply('cache', { version: '7.0', replicas: 3, backup: { store } });
+    await rdc.ready('cache');
+    const c = await data.clientOf(await data.master());
+    await populate(c);
+    await fillRandom(c, 8);
+    expect(Number(await c.call('WAIT', 2, 10_000))).toBe(2);
+    c.close();
+    await bk.create('b1', { cluster: { name: 'cache' } });
+    b1Content = await restoredContent(b, await bk.phase('b1', 'Completed'), {
+      dir,
+      compression: 'zstd',
+      servers,
+    });
+  });
+
+  afterEach(async () => {
+    await Promise.all(restorers.map((w) => w.stop()));
+    restorers = [];
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await Promise.all(servers.map((s) => s.stop()));
+    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    expect(refusals(workers)).toEqual([]);
+  });
+
+  it('killed mid-transfer: the master keeps its data; the redelivered run loads again and completes, and says so', async () => {
+    await change('k1');
+    const before = await data.contentOfPod(await data.master());
+    const w = await restorer({ TIDEWAY_FAILPOINTS: 'restore.restore-transfer=stall:60000' });
+    await rs.create('r1', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    const master = await transferring();
+    await w.kill();
+    // Part of the RDB went out, and the master still has all of its own data.
+    expect(stateOf(await rs.get('r1')).load).toMatchObject({ of: 'restore', attempt: 1, delivered: false });
+    expectSameContent(await data.contentOfPod(master), before);
+
+    await restorer();
+    const r1 = await rs.ended('r1', 'Completed', 120_000);
+    await expectCluster(b1Content);
+    await writable();
+    expect(stateOf(r1)).toMatchObject({ loads: 2, load: { attempt: 2 } });
+    expect(conditionOf(r1, 'Completed')?.message).toMatch(
+      /on load 2 \(the loads before were interrupted and changed nothing\)/,
+    );
+    expect(conditionOf(r1, 'ClusterData')).toMatchObject({ status: 'True', reason: 'Restored' });
+    expect(await eventReasons(b, ns, 'r1')).toEqual(
+      expect.arrayContaining(['Loading', 'LoadInterrupted', 'Completed']),
+    );
+  });
+
+  it('killed mid-transfer with no load left to try: Failed, and the cluster holds its data from before', async () => {
+    await change('k2');
+    const before = await data.contentOfPod(await data.master());
+    const w = await restorer({ TIDEWAY_FAILPOINTS: 'restore.restore-transfer=stall:60000' });
+    await rs.create('r2', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    await transferring();
+    await w.kill();
+    await restorer({ TIDEWAY_RESTORE_ATTEMPTS: '1' });
+    const r2 = await rs.ended('r2', 'Failed', 120_000);
+    expect(r2.status?.error?.reason).toBe('Interrupted');
+    expect(r2.status?.error?.message).toMatch(/kept the data it had before the restore/);
+    expect(conditionOf(r2, 'ClusterData')).toMatchObject({ status: 'False', reason: 'Untouched' });
+    await expectCluster(before);
+    await writable();
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')).toMatchObject({
+      status: 'False',
+      reason: 'RestoreFailed',
+    });
+    const ce = await lastOutcome(b, 'dev.tideway.restore.failed', {
+      kind: 'Restore',
+      namespace: ns,
+      name: 'r2',
+    });
+    expect(ce.data).toMatchObject({ reason: 'Interrupted', at: 'Restoring', data: 'untouched' });
+  });
+
+  it('stopped after the master loaded the data: the redelivered run finds it by its replication id and does not load again', async () => {
+    await change('k3');
+    const w = await restorer({ TIDEWAY_FAILPOINTS: 'restore.after-restore=exit' });
+    await rs.create('r3', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    const master = await data.master();
+    // The process ends itself right after the load; the master already serves the loaded data.
+    await until(
+      'the master loaded and promoted',
+      async () => {
+        const load = stateOf(await rs.get('r3')).load;
+        const r = await data.replicationOf(master).catch(() => undefined);
+        return load && r?.role === 'master' && r.master_replid2 === load.replid ? true : undefined;
+      },
+      60_000,
+      100,
+    );
+    await w.kill();
+    expect((await rs.get('r3')).status?.phase).toBe('Restoring');
+    await restorer();
+    const r3 = await rs.ended('r3', 'Completed', 120_000);
+    await expectCluster(b1Content);
+    expect(stateOf(r3)).toMatchObject({ loads: 1, load: { attempt: 1 } });
+    expect(await eventReasons(b, ns, 'r3')).not.toContain('LoadInterrupted');
+  });
+
+  it('stopped as the end of the RDB went out: the master may be half-loaded, so it is rolled back to the safety backup', async () => {
+    await change('k4');
+    const before = new Map(await everyPod());
+    const w = await restorer({ TIDEWAY_FAILPOINTS: 'restore.restore-delivered=exit' });
+    await rs.create('r4', { cluster: { name: 'cache' }, source: { backup: { name: 'b1' } } });
+    await until(
+      'the end of the RDB recorded as going out',
+      async () => (stateOf(await rs.get('r4')).load?.delivered ? true : undefined),
+      120_000,
+      100,
+    );
+    await w.kill();
+    await restorer();
+    const r4 = await rs.ended('r4', 'RolledBack', 120_000);
+    expect(r4.status?.error?.reason).toBe('Interrupted');
+    expect(r4.status?.error?.message).toMatch(/rolled back to safety backup r4-safety/);
+    expect(conditionOf(r4, 'ClusterData')).toMatchObject({ status: 'False', reason: 'RolledBack' });
+    expect(stateOf(r4)).toMatchObject({ loads: 1, rollbacks: 1, load: { of: 'rollback' } });
+    // The cluster holds the safety backup's data: what it had before the restore.
+    const safety = await bk.get('r4-safety');
+    const source = before.get(safety.status?.source ?? '');
+    expect(source).toBeDefined();
+    expectSameContent(
+      await restoredContent(b, safety, { dir, compression: 'zstd', servers }),
+      source as Content,
+    );
+    await expectCluster(await data.contentOfPod(await data.master()));
+    expectSameContent(await data.contentOfPod(await data.master()), source as Content);
+    await writable();
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')).toMatchObject({
+      status: 'False',
+      reason: 'RolledBack',
+    });
+    expect(await eventReasons(b, ns, 'r4')).toEqual(
+      expect.arrayContaining(['LoadInterrupted', 'RollingBack', 'RolledBack']),
+    );
+    const ce = await lastOutcome(b, 'dev.tideway.restore.failed', {
+      kind: 'Restore',
+      namespace: ns,
+      name: 'r4',
+    });
+    expect(ce.data).toMatchObject({ phase: 'RolledBack', data: 'rolledBack', safetyBackup: 'r4-safety' });
+  });
+});
