@@ -47,6 +47,8 @@ await runTestbedForeground({
       envFor: (fn) => ({
         ...(kubeconfigs[fn] ? { KUBECONFIG: kubeconfigs[fn] } : {}),
         ...(fn === 'webhook' ? webhook?.env : {}),
+        // The restore feed listens where the pods reach this host: the test bed's bridge address.
+        ...(fn === 'restore' ? { TIDEWAY_RESTORE_FEED_HOST: bed.network.hostIp } : {}),
       }),
       log,
     });
