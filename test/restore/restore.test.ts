@@ -2,7 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup } from '../../shared/api/generated.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
@@ -332,5 +334,71 @@ describe('restore', () => {
     expect(refused.status?.error?.reason).toBe('RestoreInProgress');
     expect(refused.status?.error?.message).toContain(`Restore ${first}`);
     expect(conditionOf(refused, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+  });
+
+  it('bootstrap.fromBackup: a new cluster is Ready only with the backup data, on every instance', async () => {
+    await rdc.apply('clone', { version: '7.0', replicas: 3, bootstrap: { fromBackup: { name: 'b1' } } });
+    const clone = await rdc.ready('clone', 240_000);
+    expect(clone.status?.bootstrap).toMatchObject({ restore: 'clone-bootstrap', reason: 'Restored' });
+    const r = await rs.get('clone-bootstrap');
+    expect(r.status).toMatchObject({ phase: 'Completed', source: 'backup b1', keys: b1Content.values.size });
+    // A new cluster has nothing to keep: no safety backup.
+    expect(r.status?.safetyBackup).toBeUndefined();
+    const cloneData = clusterData(b, () => ns, 'clone');
+    for (const pod of await cloneData.pods()) {
+      try {
+        expectSameContent(await cloneData.contentOfPod(pod), b1Content);
+      } catch (error) {
+        throw new Error(`${pod}: ${(error as Error).message}`);
+      }
+    }
+  });
+
+  it('runs with least privilege: creates Backups but deletes none, changes no pod, spec or Secret', async () => {
+    const authz = b.kc.makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, group: string, resource: string, subresource?: string) =>
+      (
+        await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: `system:serviceaccount:${SYSTEM_NAMESPACE}:tideway-restore`,
+              groups: [
+                'system:serviceaccounts',
+                `system:serviceaccounts:${SYSTEM_NAMESPACE}`,
+                'system:authenticated',
+              ],
+              resourceAttributes: {
+                verb,
+                group,
+                resource,
+                namespace: ns,
+                ...(subresource ? { subresource } : {}),
+              },
+            },
+          },
+        })
+      ).status?.allowed === true;
+    for (const [verb, group, resource, sub] of [
+      ['create', 'tideway.dev', 'backups'],
+      ['update', 'tideway.dev', 'redisclusters', 'status'],
+      ['update', 'tideway.dev', 'restores', 'status'],
+      ['patch', 'tideway.dev', 'restores'],
+      ['get', '', 'secrets'],
+    ] as const)
+      expect(await can(verb, group, resource, sub), `${verb} ${resource}`).toBe(true);
+    for (const [verb, group, resource] of [
+      ['delete', 'tideway.dev', 'backups'],
+      ['update', 'tideway.dev', 'backups'],
+      ['update', 'tideway.dev', 'redisclusters'],
+      ['patch', 'tideway.dev', 'redisclusters'],
+      ['create', 'tideway.dev', 'restores'],
+      ['delete', 'tideway.dev', 'restores'],
+      ['list', '', 'secrets'],
+      ['create', '', 'secrets'],
+      ['patch', '', 'pods'],
+      ['delete', '', 'pods'],
+      ['patch', 'apps', 'statefulsets'],
+    ] as const)
+      expect(await can(verb, group, resource), `${verb} ${resource}`).toBe(false);
   });
 });
