@@ -16,6 +16,8 @@ import {
 
 /** This file's traffic is more than a namespace's default budget; the limits have tests of their own. */
 const UNLIMITED = { TIDEWAY_WEBHOOK_NAMESPACE_RATE: '10000', TIDEWAY_WEBHOOK_NAMESPACE_BURST: '10000' };
+/** Clusters that concurrent restore requests race for, one round each. */
+const RACES = ['race-a', 'race-b', 'race-c'];
 const errorOf = (r: Reply) => (r.json as { error?: { code?: string; message?: string } })?.error;
 
 /**
@@ -65,11 +67,11 @@ describe('webhook', () => {
     ns = await createNamespace(b.core, 'webhook');
     f = fixtures(b, ns);
     await f.secret(secret);
-    for (const c of ['cache', 'twin', 'idem', 'race', 'lone', 'events', 'fresh']) await f.cluster(c);
+    for (const c of ['cache', 'twin', 'idem', 'lone', 'events', 'fresh', ...RACES]) await f.cluster(c);
     await f.cluster('nostore', { store: false });
     await f.backup('nightly', 'cache', 'Completed');
     await f.backup('events-nightly', 'events', 'Completed');
-    await f.backup('race-nightly', 'race', 'Completed');
+    for (const c of RACES) await f.backup(`${c}-nightly`, c, 'Completed');
     await f.backup('idem-nightly', 'idem', 'Completed');
     await f.backup('fresh-nightly', 'fresh', 'Completed');
     await f.backup('half', 'cache', 'Running');
@@ -174,15 +176,34 @@ describe('webhook', () => {
   });
 
   it('restore requests for one cluster at once, with different ids, on both replicas: one wins, the rest get 409', async () => {
-    const replies = await Promise.all(
-      Array.from({ length: 8 }, () => post(restorePath('race'), '{"backup":"race-nightly"}')),
+    // Both replicas hold the namespace's key first, so the requests below race in the checks.
+    await Promise.all(
+      Array.from({ length: 16 }, () =>
+        keep(hook.signed('GET', `/v1/namespaces/${ns}/restores/warm-up`, secret)),
+      ),
     );
-    const statuses = replies.map((r) => r.status).sort();
-    expect(statuses, replies.map((r) => r.text).join('\n')).toEqual([202, ...Array(7).fill(409)]);
-    expect(replies.filter((r) => r.status === 409).map((r) => errorOf(r)?.code)).toEqual(
-      Array(7).fill('RestoreInProgress'),
+    for (const cluster of RACES) {
+      const replies = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          post(restorePath(cluster), `{"backup":"${cluster}-nightly"}`, { id: `race-${cluster}-${i}` }),
+        ),
+      );
+      const statuses = replies.map((r) => r.status).sort();
+      expect(statuses, replies.map((r) => r.text).join('\n')).toEqual([202, ...Array(15).fill(409)]);
+      expect(replies.filter((r) => r.status === 409).map((r) => errorOf(r)?.code)).toEqual(
+        Array(15).fill('RestoreInProgress'),
+      );
+      expect((await f.restores()).filter((r) => r.spec.cluster.name === cluster)).toHaveLength(1);
+    }
+    // Both replicas took part (the kernel spreads connections over a shared port).
+    const replicasServing = new Set(
+      hook
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"webhookId":"race-'))
+        .map((l) => (JSON.parse(l) as { replica: string }).replica),
     );
-    expect((await f.restores()).filter((r) => r.spec.cluster.name === 'race')).toHaveLength(1);
+    expect([...replicasServing].sort()).toEqual(['0', '1']);
   });
 
   it('{"latest":true} needs a Completed backup of the cluster (a safety backup does not count); then a Restore of the latest is made', async () => {
