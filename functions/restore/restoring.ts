@@ -5,7 +5,7 @@ import { loadRdb } from '../../shared/restore/load.ts';
 import { failpoint } from '../../shared/runtime/failpoints.ts';
 import { LockLostError, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { markRestoring } from './cluster-status.ts';
-import { type Failure, failureOf } from './errors.ts';
+import { type Failure, failureOf, RestoreError } from './errors.ts';
 import { completeRestore, failRestore } from './finish.ts';
 import { describeSync, waitForReplicas } from './replicas.ts';
 import { recordEvent } from './report.ts';
@@ -42,10 +42,11 @@ const refOf = (run: Run, of: LoadKind): SourceRef | undefined =>
  * cluster marked Restoring, then the RDB streamed through the feed with its last chunk held until
  * the object's checksum matched and the record says the end is going out.
  */
-const loadOnce = async (run: Run, of: LoadKind): Promise<{ load: Load; error?: Failure }> => {
+const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
   const { restore } = run.loaded;
   const ref = refOf(run, of);
-  if (!ref) throw new Error('no source recorded');
+  if (!ref)
+    throw new RestoreError('StateUnreadable', `annotation tideway.dev/restore-state names no source`, false);
   const resolved: Resolved = await resolveSource(run.ctx.kube, restore, ref);
   const target = await servingMaster(run);
   const before = await beforeLoad(target);
@@ -126,9 +127,11 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<{ load: Load; error?: F
  * function stopped mid-load) starts here with the recorded load and judges it the same way.
  */
 export const restoring = async (run: Run): Promise<Outcome> => {
-  let attempt: { load: Load; error?: Failure | undefined } | undefined = run.loaded.state.load
+  const first = run.loaded.state.load
     ? { load: run.loaded.state.load }
-    : await loadOnce(run, 'restore');
+    : await startLoad(run, 'restore', 'untouched');
+  if (!('load' in first)) return first;
+  let attempt: Attempt = first;
   for (;;) {
     const { load, error } = attempt;
     const { instances, passwords } = await probeCluster(run);
@@ -186,7 +189,32 @@ export const restoring = async (run: Run): Promise<Outcome> => {
           ? { reason: error.reason, message: error.message }
           : { reason: 'Interrupted', message: why },
       });
-    attempt = await loadOnce(run, next.of);
+    const again = await startLoad(run, next.of, next.of === 'rollback' ? 'unknown' : 'untouched', true);
+    if (!('load' in again)) return again;
+    attempt = again;
+  }
+};
+
+type Attempt = { load: Load; error?: Failure | undefined };
+
+/**
+ * A load that cannot start, ever (its source was deleted meanwhile, the safety backup too): the
+ * restore ends, saying which data the master holds (`data`: its own, or what a failed load left).
+ * One that may start later (the master does not serve yet) is retried by the runtime.
+ */
+const startLoad = async (
+  run: Run,
+  of: LoadKind,
+  data: 'untouched' | 'unknown',
+  marked = false,
+): Promise<Attempt | Outcome> => {
+  try {
+    return await loadOnce(run, of);
+  } catch (error) {
+    if (error instanceof LockLostError || run.ctx.signal.aborted) throw error;
+    const f = failureOf(error);
+    if (f.retry) throw error;
+    return failRestore(run, { reason: f.reason, message: f.message, data, at: 'Restoring', marked });
   }
 };
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
 import { backupKeys } from '../../shared/backup/manifest.ts';
 import { SAFETY_LABEL } from './safety.ts';
-import { describeRef, keyOfLocation, manifestKeyOf, pickLatest } from './source.ts';
+import { describeRef, keyOfLocation, manifestKeyOf, pickLatest, s3KeyOf } from './source.ts';
 
 const backup = (
   name: string,
@@ -72,6 +72,16 @@ describe('object keys', () => {
     expect(keyOfLocation('s3://backups/a/b.rdb.zst', 'backups')).toBe('a/b.rdb.zst');
     expect(keyOfLocation('s3://other/a/b.rdb.zst', 'backups')).toBeUndefined();
     expect(keyOfLocation('s3://backups/', 'backups')).toBeUndefined();
+  });
+
+  it('takes an S3 key under the store prefix, unless it already starts with it', () => {
+    expect(s3KeyOf('', 'a/b.rdb')).toBe('a/b.rdb');
+    expect(s3KeyOf(undefined, 'a/b.rdb')).toBe('a/b.rdb');
+    expect(s3KeyOf('team', 'a/b.rdb')).toBe('team/a/b.rdb');
+    expect(s3KeyOf('team/', '/a/b.rdb')).toBe('team/a/b.rdb');
+    expect(s3KeyOf('team', 'team/a/b.rdb')).toBe('team/a/b.rdb');
+    // A key that merely starts with the same letters is not under the prefix.
+    expect(s3KeyOf('team', 'teamwork/b.rdb')).toBe('team/teamwork/b.rdb');
   });
 
   it('says in words what is restored', () => {

@@ -52,6 +52,16 @@ export const keyOfLocation = (location: string, bucket: string) => {
     : undefined;
 };
 
+/**
+ * An S3 source's key in the bucket: `key` as given when it already starts with the store's prefix
+ * (copied from a Backup's location), else under the prefix.
+ */
+export const s3KeyOf = (prefix: string | undefined, key: string) => {
+  if (!prefix) return key;
+  const dir = prefix.endsWith('/') ? prefix : `${prefix}/`;
+  return key.startsWith(dir) ? key : `${dir}${key.replace(/^\/+/, '')}`;
+};
+
 /** What a Restore's spec asks for, in words (status.source, the printer column). */
 export const describeRef = (ref: SourceRef, restore: Restore) => {
   if (ref.kind === 's3') return `s3://${restore.spec.source.s3?.store.s3.bucket ?? ''}/${ref.key}`;
@@ -66,7 +76,7 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
   const namespace = restore.metadata.namespace ?? '';
   const cluster = restore.spec.cluster.name;
   const { source } = restore.spec;
-  if (source.s3) return { kind: 's3', key: source.s3.key };
+  if (source.s3) return { kind: 's3', key: s3KeyOf(source.s3.store.s3.prefix, source.s3.key) };
   const backup = source.backup
     ? await readBackup(kube, namespace, source.backup.name)
     : pickLatest(await listBackups(kube, namespace), cluster);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { backups, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
@@ -205,6 +206,37 @@ describe('restore interrupted', () => {
       name: 'r2',
     });
     expect(ce.data).toMatchObject({ reason: 'Interrupted', at: 'Restoring', data: 'untouched' });
+  });
+
+  it('deleted while its cluster is Restoring and the function is gone: the master serves its own data again, and the condition ends saying so', async () => {
+    await change('k5');
+    const master = await data.master();
+    const before = await data.contentOfPod(master);
+    const w = await restorer({ TIDEWAY_FAILPOINTS: 'restore.restore-transfer=stall:60000' });
+    await rs.create('r5', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    await transferring();
+    await w.kill();
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')).toMatchObject({ status: 'True' });
+    await b.custom.deleteNamespacedCustomObject({ ...TIDEWAY_KINDS.Restore, namespace: ns, name: 'r5' });
+    await restorer();
+    const ended = await until(
+      'Restoring=False RestoreDeleted',
+      async () => {
+        const c = conditionOf(await rdc.get('cache'), 'Restoring');
+        return c?.status === 'False' ? c : undefined;
+      },
+      90_000,
+      250,
+    );
+    expect(ended).toMatchObject({ reason: 'RestoreDeleted' });
+    expect(ended.message).toMatch(/^Restore r5 was deleted before it ended; the master kept the data it had/);
+    expect((await data.replicationOf(master)).role).toBe('master');
+    await expectCluster(before);
+    await writable();
   });
 
   it('stopped after the master loaded the data: the redelivered run finds it by its replication id and does not load again', async () => {
