@@ -11,6 +11,7 @@ import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
 import { recordHistory } from '../../shared/rediscluster/promotion.ts';
+import { restoringNow } from '../../shared/rediscluster/restoring.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { backupFreshness } from './freshness.ts';
 
@@ -36,7 +37,10 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const pods = await listPods(ctx.kube, rc);
   let instances = await probeInstances(rc.metadata.name, pods, passwords, PROBE_TIMEOUT_MS);
   const now = ctx.clock();
-  const a = assessHealth(rc, instances, now);
+  const assessed = assessHealth(rc, instances, now);
+  // A restore loading into the master (the master follows its feed for a while): never a failover.
+  const restoring = restoringNow(rc, now);
+  const a = restoring && assessed.failover ? { ...assessed, failover: undefined } : assessed;
   let master = rc.status.master;
 
   if (a.failover) {
@@ -80,7 +84,14 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         reason: 'FailedOver',
         message: `master ${a.failover.from} was ${a.failover.reason === 'MasterBehind' ? 'behind a replica' : 'unreachable'} for ${rc.spec.failover?.after ?? '5s'}; ${a.failover.to} promoted`,
       }
-    : a.healthy;
+    : restoring && assessed.failover
+      ? {
+          type: 'Healthy',
+          status: 'False' as const,
+          reason: 'Restoring',
+          message: `no failover while a restore runs (${restoring}); ${assessed.healthy.message}`,
+        }
+      : a.healthy;
   const fresh = await backupFreshness(ctx, rc, now);
   await writeStatus((s) => {
     // Never write over a master someone else recorded meanwhile (a switchover by reconcile).

@@ -17,6 +17,7 @@ import { applyOwned } from '../../shared/rediscluster/owned.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
 import { onInstance, probeInstances } from '../../shared/rediscluster/probe.ts';
 import { recordHistory } from '../../shared/rediscluster/promotion.ts';
+import { restoringNow } from '../../shared/rediscluster/restoring.ts';
 import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
 import { switchover, switchoverTarget } from '../../shared/rediscluster/switchover.ts';
 import {
@@ -167,7 +168,12 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     : rotation.waiting
       ? { reason: 'RotatingPassword', message: rotation.waiting }
       : { reason: 'Applied', message: 'owned objects match the spec' };
-  if (stsReplicas > desired) {
+  const restoring = restoringNow(rc, ctx.clock());
+  if (restoring) {
+    // The master is being loaded: no restart, switchover or scale-down until it is done.
+    step = { kind: 'wait', why: `a restore runs: ${restoring}` };
+    progress = { reason: 'Restoring', message: step.why };
+  } else if (stsReplicas > desired) {
     const to = m && inSync ? switchoverTarget(after, m, (i) => i.ordinal < desired) : undefined;
     const why = `scaling down to ${desired}: ${m?.pod} hands the master role over first`;
     step =

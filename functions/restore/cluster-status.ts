@@ -1,4 +1,5 @@
 import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
+import { historyIds } from '../../shared/rediscluster/promotion.ts';
 import { type ClusterStatus, writeClusterStatus } from './kube.ts';
 import type { Run } from './run.ts';
 
@@ -45,6 +46,12 @@ export const endRestoring = async (
     if (!history && marked?.message?.startsWith(restoringMessageFor(run.loaded.key.name)) !== true)
       return undefined;
     const next = set(s, run, 'False', reason, `${restoringMessageFor(run.loaded.key.name)}${message}`);
-    return history ? { ...next, replication: history } : next;
+    if (!history) return next;
+    // The data it replaced: instances that still hold it are resynchronized, never promoted.
+    const replaced = [...historyIds(s.replication), ...(s.replication?.superseded ?? [])].filter(
+      (id): id is string => !!id && id !== history.id && !history.previous.includes(id),
+    );
+    const superseded = [...new Set(replaced)].slice(0, 8);
+    return { ...next, replication: { ...history, ...(superseded.length ? { superseded } : {}) } };
   });
 };

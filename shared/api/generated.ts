@@ -251,6 +251,7 @@ export const zRedisClusterStatus = z.looseObject({
     id: z.string().max(64).optional(),
     offset: z.number().int().optional(),
     previous: z.array(z.string().max(64)).max(8).optional(),
+    superseded: z.array(z.string().max(64)).max(8).optional(),
   }).optional(),
   failover: z.looseObject({
     masterUnreachableSince: z.string().optional(),

@@ -167,6 +167,21 @@ describe('topology plan', () => {
     expect(other.blocked.join()).toMatch(/c-1/);
   });
 
+  it('resynchronizes an instance that still holds data a restore replaced (superseded); others of another history stay', () => {
+    const stale = (replid: string) => {
+      const r = replica('c-1', 1, 5000, '127.0.0.1');
+      return { ...r, keys: 500, replication: { ...r.replication, replid } } as Instance;
+    };
+    const m = { ...master('c-0', 0, 900, 0, 'master'), keys: 40 };
+    const history = { id: 'r', previous: ['feed'], superseded: ['before-restore'] };
+    expect(planTopology([m, stale('before-restore')], 'c-0', 2, history).commands).toContainEqual({
+      pod: 'c-1',
+      ip: '10.0.0.11',
+      args: ['REPLICAOF', '10.0.0.10', '6379'],
+    });
+    expect(planTopology([m, stale('elsewhere')], 'c-0', 2, history).commands).toEqual([]);
+  });
+
   it("never promotes when the recorded master's pod is absent (between a delete and its re-creation)", () => {
     const plan = planTopology(
       [replica('c-1', 1, 100, '10.0.0.10', 'replica'), replica('c-2', 2, 100, '10.0.0.10', 'replica')],

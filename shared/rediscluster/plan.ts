@@ -34,7 +34,10 @@ export const canFollow = (i: Instance, m: Instance, history?: History) => {
   const r = i.replication;
   const mr = m.replication;
   if (!r || !mr) return false;
-  const ids = [mr.replid, mr.replid2, ...historyIds(history)].filter((x): x is string => !!x);
+  // Data a restore replaced (superseded) may be overwritten too: the restore was asked for.
+  const ids = [mr.replid, mr.replid2, ...historyIds(history), ...(history?.superseded ?? [])].filter(
+    (x): x is string => !!x,
+  );
   return ids.includes(r.replid) || (!!r.replid2 && ids.includes(r.replid2));
 };
 

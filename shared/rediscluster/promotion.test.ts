@@ -75,3 +75,14 @@ describe('changedSince: the target is still the instance that was judged', () =>
     ).toBe('is no longer a replica');
   });
 });
+
+describe('history after a restore', () => {
+  it('keeps what a restore replaced as superseded, never as history', () => {
+    const h = recordHistory(
+      { id: 'new', previous: ['feed'], superseded: ['old'] },
+      { replid: 'newer', replid2: 'new', offset: 9 },
+    );
+    expect(h).toEqual({ id: 'newer', offset: 9, previous: ['new', 'feed'], superseded: ['old'] });
+    expect(historyIds(h)).not.toContain('old');
+  });
+});

@@ -40,7 +40,13 @@ export const recordHistory = (
   const previous = [...new Set([...earlier, ...(before?.previous ?? [])])]
     .filter((p): p is string => isHistory(p) && p !== master.replid)
     .slice(0, 8);
-  return { id: master.replid, offset: master.offset, ...(previous.length ? { previous } : {}) };
+  return {
+    id: master.replid,
+    offset: master.offset,
+    ...(previous.length ? { previous } : {}),
+    // What a restore replaced stays known as replaced: its instances are resynchronized, never promoted.
+    ...(before?.superseded?.length ? { superseded: before.superseded } : {}),
+  };
 };
 
 /** Ids whose data is part of the cluster's history: the record and what came before it. */

@@ -1,3 +1,4 @@
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseReplication } from '../../shared/redis/info.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
@@ -172,6 +173,69 @@ describe('redis safety', () => {
       await b.faults.component('kube-controller-manager', 'start');
     }
     await rdc.ready('absent');
+  });
+
+  it('does not fail over while a restore says it is loading the master, and does once that ends', async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-restoring', { replicas: { reconcile: 1, health: 1 } });
+    await rdc.apply('busy', { version: '7.0', replicas: 2, failover: { after: '3s' } });
+    const rc0 = await rdc.ready('busy');
+    const master = rc0.status?.master ?? '';
+    const setRestoring = async (status: 'True' | 'False') => {
+      const conditions = ((await rdc.get('busy')).status?.conditions ?? []).filter(
+        (c) => c.type !== 'Restoring',
+      );
+      await b.custom.patchNamespacedCustomObjectStatus(
+        {
+          group: 'tideway.dev',
+          version: 'v1alpha1',
+          plural: 'redisclusters',
+          namespace: ns,
+          name: 'busy',
+          body: {
+            status: {
+              conditions: [
+                ...conditions,
+                {
+                  type: 'Restoring',
+                  status,
+                  reason: status === 'True' ? 'Restoring' : 'Restored',
+                  message: 'Restore test loads a backup',
+                  lastTransitionTime: new Date().toISOString(),
+                },
+              ],
+            },
+          },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    };
+    // As the restore function marks the cluster while the master follows its feed.
+    await setRestoring('True');
+    await b.faults.holdDownPod(ns, master);
+    try {
+      await until(
+        'Healthy=False Restoring',
+        async () => ((await condition('busy', 'Healthy'))?.reason === 'Restoring' ? true : undefined),
+        30_000,
+        250,
+      );
+      await sleep(6000); // twice failover.after
+      expect((await rdc.get('busy')).status?.master).toBe(master);
+      await setRestoring('False');
+      const rc = await until(
+        'failover once the restore ended',
+        async () => {
+          const r = await rdc.get('busy');
+          return r.status?.master && r.status.master !== master ? r : undefined;
+        },
+        60_000,
+        250,
+      );
+      expect(rc.status?.failover?.last).toMatchObject({ from: master });
+    } finally {
+      await b.faults.releasePod(ns, master);
+    }
+    await rdc.ready('busy');
   });
 
   it('a health function stalled past its lease neither records nor promotes after another replica took the lock', async () => {
