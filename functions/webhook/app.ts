@@ -1,32 +1,22 @@
-import type { IncomingMessage } from 'node:http';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { zNamespaceName } from '../../shared/kube/names.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
-import type { Metrics } from '../../shared/runtime/metrics.ts';
-import { ERROR_STATUS, type ErrorCode, errorBody, WebhookError } from './errors.ts';
-import { backupIntent, type Intent, restoreIntent, zObjectName } from './intent.ts';
+import { type AuthDeps, authenticate } from './auth.ts';
+import { type Ctx, type Env, nodePeer } from './context.ts';
+import { type ErrorCode, errorBody, WebhookError } from './errors.ts';
+import { backupIntent, type Intent, restoreIntent } from './intent.ts';
 import type { Kind, WebhookKube } from './kube.ts';
 import type { Mutex } from './mutex.ts';
-import type { RateLimiter } from './rate-limit.ts';
-import { sourceKey } from './rate-limit.ts';
+import { type RateLimiter, sourceKey } from './rate-limit.ts';
 import { parseRequest, REQUEST_TYPES } from './request.ts';
-import type { SecretKeys } from './secrets.ts';
-import { parseSignatureHeaders, signedWith } from './signature.ts';
 import { type Requester, submit } from './submit.ts';
 
-export type AppDeps = {
+export type AppDeps = AuthDeps & {
   readonly kube: WebhookKube;
-  readonly keys: SecretKeys;
   readonly mutex: Mutex;
   readonly log: Logger;
-  readonly metrics: Metrics;
-  /** Milliseconds since the epoch. */
-  readonly now: () => number;
-  readonly limits: { readonly source: RateLimiter; readonly namespace: RateLimiter };
+  readonly limits: { readonly source: RateLimiter };
   readonly maxBodyBytes: number;
-  /** Serve only this namespace (TIDEWAY_WATCH_NAMESPACE). */
-  readonly namespace?: string;
   /** The TCP peer of a request; default: the Node socket's remote address. */
   readonly peerOf?: (c: Context) => string | undefined;
   readonly ready: () => Promise<boolean>;
@@ -49,13 +39,6 @@ const PLURAL: Record<Kind, string> = {
 };
 const statusPath = (kind: Kind, namespace: string, name: string) =>
   `/v1/namespaces/${namespace}/${PLURAL[kind]}/${name}`;
-
-/** What a request carries between middleware and handlers (for the access log). */
-type Env = { Variables: { code: ErrorCode; namespace: string; webhookId: string } };
-type Ctx = Context<Env>;
-
-const nodePeer = (c: Context) =>
-  (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress;
 
 /**
  * The webhook's HTTP API (hono): Standard Webhooks signatures, plain JSON or CloudEvents bodies,
@@ -148,48 +131,6 @@ export const createApp = (d: AppDeps) => {
     }),
   );
 
-  /** Path parameters, the signature and the namespace's rate limit: what every /v1 route needs. */
-  const verified = async (c: Ctx) => {
-    const ns = zNamespaceName.safeParse(c.req.param('namespace'));
-    if (!ns.success) throw new WebhookError('InvalidPath', `namespace: ${ns.error.issues[0]?.message}`);
-    const namespace = ns.data;
-    const name = zObjectName.safeParse(c.req.param('name'));
-    if (!name.success)
-      throw new WebhookError(
-        'InvalidPath',
-        'name: must be a Kubernetes object name (lower-case, digits, - and .)',
-      );
-    if (d.namespace && namespace !== d.namespace)
-      throw new WebhookError('NamespaceNotServed', `this webhook serves namespace ${d.namespace} only`);
-    c.set('namespace', namespace);
-    const signed = parseSignatureHeaders(
-      {
-        id: c.req.header('webhook-id'),
-        timestamp: c.req.header('webhook-timestamp'),
-        signature: c.req.header('webhook-signature'),
-      },
-      Math.floor(d.now() / 1000),
-    );
-    if (!signed.ok) throw new WebhookError(signed.code, signed.message);
-    const body = new Uint8Array(await c.req.arrayBuffer());
-    const key = await d.keys.key(namespace, d.now());
-    let ok = signedWith(signed, body, key);
-    if (!ok) {
-      const fresh = await d.keys.refresh(namespace, d.now());
-      ok = fresh !== undefined && !fresh.equals(key) && signedWith(signed, body, fresh);
-    }
-    if (!ok) throw new WebhookError('BadSignature', 'no signature in webhook-signature matches');
-    c.set('webhookId', signed.id);
-    const wait = d.limits.namespace.take(namespace, d.now());
-    if (wait !== undefined) {
-      d.metrics.inc('tideway_webhook_rate_limited_total', { scope: 'namespace' });
-      throw new WebhookError('RateLimited', `too many requests for namespace ${namespace}; slow down`, {
-        retryAfter: wait,
-      });
-    }
-    return { namespace, name: name.data, id: signed.id, body };
-  };
-
   const requester = (c: Ctx, id: string, cloudEvent: Requester['cloudEvent']): Requester => ({
     webhookId: id,
     peer: peerOf(c) ?? 'unknown',
@@ -201,7 +142,7 @@ export const createApp = (d: AppDeps) => {
   const intentRoute =
     (kind: 'Restore' | 'Backup', toIntent: (ns: string, cluster: string, data: unknown) => Intent) =>
     async (c: Ctx) => {
-      const v = await verified(c);
+      const v = await authenticate(d, c);
       const parsed = parseRequest(c.req.raw.headers, v.body, REQUEST_TYPES[kind]);
       const intent = toIntent(v.namespace, v.name, parsed.data);
       const s = await submit(intent, requester(c, v.id, parsed.cloudEvent), d);
@@ -216,7 +157,7 @@ export const createApp = (d: AppDeps) => {
     };
 
   const statusRoute = (kind: 'Restore' | 'Backup') => async (c: Ctx) => {
-    const v = await verified(c);
+    const v = await authenticate(d, c);
     const o = (await d.kube.get(kind, v.namespace, v.name)) as
       | { spec?: { cluster?: { name?: string } }; status?: unknown }
       | undefined;
@@ -239,6 +180,3 @@ export const createApp = (d: AppDeps) => {
   app.get(ROUTES.backupStatus, statusRoute('Backup'));
   return app;
 };
-
-/** Every error code, for the OpenAPI document. */
-export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];

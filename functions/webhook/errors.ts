@@ -39,6 +39,8 @@ export const ERROR_STATUS = {
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
+/** Every error code, for the OpenAPI document. */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 
 /** Thrown anywhere in a request; the app turns it into the JSON error response. */
@@ -46,7 +48,7 @@ export class WebhookError extends Error {
   override readonly name = 'WebhookError';
   readonly code: ErrorCode;
   readonly status: ErrorStatus;
-  /** Whether the same request may succeed later (429, 503, a 409 on state). */
+  /** Whether the same request may succeed later by itself (429, 503, a restore or backup still running). */
   readonly retry: boolean;
   /** Seconds for Retry-After (429, 503). */
   readonly retryAfter: number | undefined;
@@ -55,7 +57,11 @@ export class WebhookError extends Error {
     super(message, o.cause === undefined ? undefined : { cause: o.cause });
     this.code = code;
     this.status = ERROR_STATUS[code];
-    this.retry = this.status === 429 || this.status === 503 || this.status === 409;
+    this.retry =
+      this.status === 429 ||
+      this.status === 503 ||
+      code === 'RestoreInProgress' ||
+      code === 'BackupNotCompleted';
     this.retryAfter = o.retryAfter;
   }
 }

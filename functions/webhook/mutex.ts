@@ -10,7 +10,7 @@ export type Mutex = {
 };
 
 /** The runtime's object locks on the bus (shared/runtime/object-lock.ts), waited on for `waitMs`. */
-export const busMutex = (locks: ObjectLocks, waitMs = 5000): Mutex => ({
+export const busMutex = (locks: ObjectLocks, waitMs = 10_000): Mutex => ({
   run: async (key, fn) => {
     let lease: Awaited<ReturnType<ObjectLocks['acquire']>>;
     try {

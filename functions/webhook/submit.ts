@@ -83,8 +83,8 @@ const annotationOf = (o: unknown, key: string) =>
 /**
  * Turns a verified request into a Restore or Backup object, once per webhook-id:
  * replay check → the cluster (and backup) exist → no restore of the cluster running → create.
- * A restore's checks and create run under a lock per cluster, so two requests (on any replicas)
- * cannot both pass "none running".
+ * A restore's replay and "none running" checks are repeated with its create under a lock per
+ * cluster, so two requests (on any replicas) cannot both pass "none running".
  */
 export const submit = async (
   intent: Intent,
@@ -178,11 +178,7 @@ export const submit = async (
     return create(() => undefined);
   }
 
-  return deps.mutex.run(`webhook/restore/${ns}/${intent.cluster}`, async (fence) => {
-    const replay = await previous();
-    if (replay) return replay;
-    await checkCluster();
-    await checkSource();
+  const noneRunning = async () => {
     const running = (await kube.list('Restore', ns)).flatMap((raw) => {
       const r = zRestore.safeParse(raw);
       return r.success &&
@@ -196,6 +192,19 @@ export const submit = async (
         'RestoreInProgress',
         `a Restore of RedisCluster ${intent.cluster} is not finished: ${running.join(', ')}; ask again when it is`,
       );
+  };
+
+  // Refusals first, without the lock: most requests of a burst end here, and fast.
+  const replay = await previous();
+  if (replay) return replay;
+  await checkCluster();
+  await checkSource();
+  await noneRunning();
+  // Then once more under it, the few reads that decide, and the create.
+  return deps.mutex.run(`webhook/restore/${ns}/${intent.cluster}`, async (fence) => {
+    const again = await previous();
+    if (again) return again;
+    await noneRunning();
     return create(fence);
   });
 };
