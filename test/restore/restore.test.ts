@@ -13,6 +13,7 @@ import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import { newSecret, startWebhook } from '../webhook/support.ts';
 import {
   clusterData,
   conditionOf,
@@ -351,6 +352,46 @@ describe('restore', () => {
       } catch (error) {
         throw new Error(`${pod}: ${(error as Error).message}`);
       }
+    }
+  });
+
+  it('the same through the signed webhook: POST …/restore {"latest":true} → 202 → Completed; the same webhook-id again creates nothing', async () => {
+    const whsec = newSecret();
+    await b.core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'tideway-webhook' }, stringData: { secret: whsec } },
+    });
+    const hook = await startWebhook(b, { namespace: ns });
+    try {
+      const latest = await backupNow('hook-source');
+      const expected = await contentOfBackup(latest);
+      await change('before-webhook');
+      const path = `/v1/namespaces/${ns}/redisclusters/cache/restore`;
+      const body = JSON.stringify({ latest: true });
+      const first = await hook.signed('POST', path, whsec, { body, id: 'msg_chain_restore' });
+      expect(first.status, first.text).toBe(202);
+      const name = (first.json as { restore: { name: string } }).restore.name;
+      const done = await rs.ended(name, 'Completed');
+      expect(done.status?.source).toBe('backup hook-source (latest)');
+      expect(done.metadata.annotations ?? {}).toHaveProperty(['tideway.dev/webhook-id']);
+      await expectCluster(expected);
+
+      const count = async () =>
+        (
+          (await b.custom.listNamespacedCustomObject({
+            group: 'tideway.dev',
+            version: 'v1alpha1',
+            plural: 'restores',
+            namespace: ns,
+          })) as { items: unknown[] }
+        ).items.length;
+      const before = await count();
+      const again = await hook.signed('POST', path, whsec, { body, id: 'msg_chain_restore' });
+      expect(again.status, again.text).toBeLessThan(300);
+      expect((again.json as { restore: { name: string } }).restore.name).toBe(name);
+      expect(await count()).toBe(before);
+    } finally {
+      await hook.stop();
     }
   });
 
