@@ -54,9 +54,24 @@ describe('test bed lifecycle', () => {
         'S3_BUCKET',
         'S3_ACCESS_KEY_ID',
         'S3_SECRET_ACCESS_KEY',
+        'TIDEWAY_WEBHOOK_URL',
+        'TIDEWAY_WEBHOOK_SECRET',
       ]) {
         expect(env).toContain(`export ${key}=`);
       }
+      // The webhook answers where the file says, and refuses what is not signed.
+      const hookUrl = execFileSync('bash', ['-c', `. '${envFile}' && printf %s "$TIDEWAY_WEBHOOK_URL"`], {
+        encoding: 'utf8',
+      });
+      expect((await fetch(`${hookUrl}/healthz`)).status).toBe(200);
+      expect(
+        (
+          await fetch(`${hookUrl}/v1/namespaces/default/redisclusters/x/backup`, {
+            method: 'POST',
+            body: '{}',
+          })
+        ).status,
+      ).toBe(401);
       // The file is usable as documented: source it, then kubectl talks to the cluster.
       const nodes = execFileSync('bash', ['-c', `. '${envFile}' && kubectl get nodes -o name`], {
         encoding: 'utf8',
