@@ -1,17 +1,20 @@
 import { parseArgs } from 'node:util';
 import { startTestbed } from '../infra/testbed/testbed.ts';
+import { benchBackup } from './backup.ts';
 import { benchEventPath } from './event-path.ts';
 import { benchRedis } from './redis.ts';
 import { benchRestore } from './restore.ts';
 
-// npm run bench [-- --quick] [-- --only event-path|relist|redis|restore]: starts its own test bed, runs
-// the benchmarks, prints the results.
+// npm run bench [-- --quick] [-- --only event-path|relist|redis|restore|backup]: starts its own test
+// bed, runs the benchmarks, prints the results.
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
-// The restore benchmark runs its own servers: alone, it needs no test bed (nor its memory).
+// The restore and backup benchmarks run their own servers: alone, they need no test bed (nor its memory).
 const bed =
-  values.only === 'restore' ? undefined : await startTestbed({ log: (m) => process.stderr.write(`${m}\n`) });
+  values.only === 'restore' || values.only === 'backup'
+    ? undefined
+    : await startTestbed({ log: (m) => process.stderr.write(`${m}\n`) });
 const testbed = () => {
   if (!bed) throw new Error('no test bed was started');
   return bed;
@@ -41,6 +44,20 @@ try {
     results.push(
       ...(await benchRestore(
         values.quick ? { keys: 100_000, valueBytes: 1000 } : { keys: 1_000_000, valueBytes: 1000 },
+      )),
+    );
+  if (want('backup'))
+    results.push(
+      ...(await benchBackup(
+        values.quick
+          ? { sizes: [{ label: '100 MiB', keys: 100_000 }], encrypted: false }
+          : {
+              sizes: [
+                { label: '100 MiB', keys: 100_000 },
+                { label: '1 GiB', keys: 1_000_000 },
+              ],
+              encrypted: true,
+            },
       )),
     );
 } finally {

@@ -4,8 +4,12 @@ import { constants, createGunzip, createGzip, createZstdCompress, createZstdDeco
 export const COMPRESSIONS = ['zstd', 'gzip', 'none'] as const;
 export type Compression = (typeof COMPRESSIONS)[number];
 
-/** Level 3 is zstd's default: the best ratio that still keeps pace with a replication stream. */
-const ZSTD_LEVEL = 3;
+/**
+ * Level 1, zstd's fastest: a backup must keep pace with the replication stream, and an RDB's
+ * string values are already LZF-compressed by Redis, so higher levels gain little ratio. On the
+ * 2-core bench machine level 1 streamed ~10% faster than level 3 (docs/backup.md).
+ */
+const ZSTD_LEVEL = 1;
 
 /** The object key's suffix for a compression, after `.rdb`. */
 export const compressionSuffix = (c: Compression) => ({ zstd: '.zst', gzip: '.gz', none: '' })[c];

@@ -1,0 +1,46 @@
+import { parseArgs } from 'node:util';
+import type { Compression } from '../shared/backup/compression.ts';
+import { storeSnapshot } from '../shared/backup/pipeline.ts';
+import { openSnapshot } from '../shared/redis/snapshot.ts';
+import { partSizes } from '../shared/s3/part-size.ts';
+import { s3Store } from '../shared/s3/store.ts';
+
+// One backup through the product's data path (shared/redis/snapshot + shared/backup/pipeline +
+// shared/s3) in a process of its own, so its peak RSS is the data path's alone. Prints JSON.
+const { values } = parseArgs({
+  options: {
+    host: { type: 'string', default: '127.0.0.1' },
+    port: { type: 'string' },
+    key: { type: 'string' },
+    compression: { type: 'string', default: 'zstd' },
+    encrypt: { type: 'boolean', default: false },
+  },
+});
+const env = process.env;
+const store = s3Store({
+  bucket: env.BENCH_S3_BUCKET ?? '',
+  region: 'us-east-1',
+  endpoint: env.BENCH_S3_ENDPOINT ?? '',
+  forcePathStyle: true,
+  credentials: {
+    accessKeyId: env.BENCH_S3_ACCESS_KEY_ID ?? '',
+    secretAccessKey: env.BENCH_S3_SECRET_ACCESS_KEY ?? '',
+  },
+  credentialsName: 'bench',
+});
+// What the process holds before any byte flows: code (the SDK, the runtime), no data.
+const rssBeforeKiB = Math.round(process.memoryUsage.rss() / 1024);
+const started = performance.now();
+const snap = await openSnapshot({ host: values.host, port: Number(values.port) });
+const stored = await storeSnapshot({
+  rdb: snap.rdb,
+  store,
+  key: values.key ?? 'bench.rdb',
+  compression: values.compression as Compression,
+  encryptionKey: values.encrypt ? Buffer.alloc(32, 7) : undefined,
+  partSize: partSizes(snap.header.size),
+});
+const ms = performance.now() - started;
+process.stdout.write(
+  `${JSON.stringify({ ms, rdbSize: stored.rdbSize, size: stored.size, parts: stored.parts, rssBeforeKiB, maxRssKiB: process.resourceUsage().maxRSS })}\n`,
+);
