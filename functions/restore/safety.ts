@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
+import { SAFETY_LABEL } from '../../shared/backup/latest.ts';
 import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
 
-/** On a safety backup: `kubectl get backups -l tideway.dev/safety-backup=true`. */
-export const SAFETY_LABEL = 'tideway.dev/safety-backup';
+export { isSafetyBackup, SAFETY_LABEL } from '../../shared/backup/latest.ts';
 /** The Restore that made it (name and uid; names may be longer than a label value). */
 export const MADE_BY = { restore: 'tideway.dev/restore', uid: 'tideway.dev/restore-uid' } as const;
-
-export const isSafetyBackup = (b: Pick<Backup, 'metadata'>) => b.metadata.labels?.[SAFETY_LABEL] === 'true';
 
 const MAX_NAME = 253;
 const SUFFIX = '-safety';

@@ -5,7 +5,6 @@ import { type Manifest, zManifest } from '../../shared/backup/manifest.ts';
 import { type BackupStoreSpec, type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
 import { RestoreError } from './errors.ts';
 import { listBackups, readBackup, readCluster } from './kube.ts';
-import { isSafetyBackup } from './safety.ts';
 import type { SourceRef } from './state.ts';
 
 /** A stored RDB to load, checked against what was recorded when it was stored. */
@@ -23,22 +22,9 @@ export type StoredSource = {
 
 export type Resolved = { source: StoredSource; store: ResolvedStore };
 
-const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
+import { pickLatest } from '../../shared/backup/latest.ts';
 
-/**
- * `latest: true`: the newest Completed Backup of the cluster, by completion (then creation, then
- * name, so every run picks the same). Safety backups taken by restores do not count: restoring
- * "the latest backup" after a restore must not silently undo that restore; restore one by name.
- */
-export const pickLatest = (backups: readonly Backup[], cluster: string): Backup | undefined =>
-  backups
-    .filter((b) => b.spec.cluster.name === cluster && b.status?.phase === 'Completed' && !isSafetyBackup(b))
-    .sort(
-      (a, b) =>
-        time(b.status?.completedAt) - time(a.status?.completedAt) ||
-        time(b.metadata.creationTimestamp) - time(a.metadata.creationTimestamp) ||
-        b.metadata.name.localeCompare(a.metadata.name),
-    )[0];
+export { pickLatest };
 
 /** The manifest beside a backup object: `<base>.rdb[.zst|.gz][.enc]` → `<base>.manifest.json`. */
 export const manifestKeyOf = (objectKey: string) =>

@@ -1,6 +1,6 @@
 import { zBackup, zRedisCluster, zRestore } from '../../shared/api/generated.ts';
+import { pickLatest } from '../../shared/backup/latest.ts';
 import { TIDEWAY_GROUP, TIDEWAY_VERSION } from '../../shared/kube/resources.ts';
-import { isSafetyBackup } from '../restore/safety.ts';
 import { WebhookError } from './errors.ts';
 import { fingerprintOf, type Intent, objectNameOf } from './intent.ts';
 import type { Kind, WebhookKube } from './kube.ts';
@@ -137,16 +137,12 @@ export const submit = async (
         );
       return;
     }
-    const completed = (await kube.list('Backup', ns)).some((raw) => {
+    // The restore function's rule for latest, the same code: safety backups of restores do not count.
+    const all = (await kube.list('Backup', ns)).flatMap((raw) => {
       const b = zBackup.safeParse(raw);
-      // The restore function's rule for latest: a restore's safety backups do not count.
-      return (
-        b.success &&
-        b.data.spec.cluster.name === intent.cluster &&
-        b.data.status?.phase === 'Completed' &&
-        !isSafetyBackup(b.data)
-      );
+      return b.success ? [b.data] : [];
     });
+    const completed = pickLatest(all, intent.cluster) !== undefined;
     if (!completed)
       throw new WebhookError(
         'NoCompletedBackup',

@@ -1,0 +1,24 @@
+import type { Backup } from '../api/generated.ts';
+
+/** On a safety backup a restore took: `kubectl get backups -l tideway.dev/safety-backup=true`. */
+export const SAFETY_LABEL = 'tideway.dev/safety-backup';
+
+export const isSafetyBackup = (b: Pick<Backup, 'metadata'>) => b.metadata.labels?.[SAFETY_LABEL] === 'true';
+
+const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
+
+/**
+ * What `latest: true` restores: the newest Completed Backup of the cluster, by completion (then
+ * creation, then name, so every reader picks the same). Safety backups taken by restores do not
+ * count: restoring "the latest backup" after a restore must not silently undo that restore. The
+ * restore function and the webhook (which refuses a request it could not serve) both use this.
+ */
+export const pickLatest = (backups: readonly Backup[], cluster: string): Backup | undefined =>
+  backups
+    .filter((b) => b.spec.cluster.name === cluster && b.status?.phase === 'Completed' && !isSafetyBackup(b))
+    .sort(
+      (a, b) =>
+        time(b.status?.completedAt) - time(a.status?.completedAt) ||
+        time(b.metadata.creationTimestamp) - time(a.metadata.creationTimestamp) ||
+        b.metadata.name.localeCompare(a.metadata.name),
+    )[0];
