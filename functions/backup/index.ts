@@ -26,11 +26,11 @@ import {
 import { failureOf } from './failure.ts';
 import { finalizeBackup } from './finalize.ts';
 import {
+  announce,
   completedStatus,
   type Failure,
   formatDuration,
   percentOf,
-  publishOutcome,
   recordEvents,
   recordMetrics,
   withCondition,
@@ -68,7 +68,7 @@ const failBackup = async (
   const now = ctx.clock();
   const message = f.message.slice(0, 4000);
   ctx.fence();
-  await loaded.writeStatus((s) => {
+  const written = await loaded.writeStatus((s) => {
     const { pendingAbort: _p, ...rest } = s;
     return withCondition(
       {
@@ -86,7 +86,7 @@ const failBackup = async (
   });
   ctx.log.warn('backup failed', { reason: f.reason, message });
   await recordEvents(ctx, loaded, rc, { type: 'Warning', reason: 'Failed', note: `${f.reason}: ${message}` });
-  await publishOutcome(ctx, loaded, event.source, 'failed', { reason: f.reason, message });
+  await announce(ctx, loaded, event.source, written?.status);
   recordMetrics(ctx, loaded, undefined, 0);
   return pendingAbort ? retryAfter(10_000, 'AbortPending') : done;
 };
@@ -137,8 +137,10 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return done; // the update is an event of its own
   }
   const status = backup.status ?? {};
-  if (status.phase === 'Completed') return done;
-  if (status.phase === 'Failed') return status.pendingAbort ? abortPending(loaded, ctx) : done;
+  if (status.phase === 'Completed' || status.phase === 'Failed') {
+    await announce(ctx, loaded, event.source, status);
+    return status.pendingAbort ? abortPending(loaded, ctx) : done;
+  }
   const generation = backup.metadata.generation;
   const cluster = backup.spec.cluster.name;
 
@@ -257,7 +259,9 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     });
     const end = ctx.clock();
     ctx.fence();
-    await writeStatus((s) => completedStatus(s, t, { started, now: end, generation, store: spec }));
+    const written = await writeStatus((s) =>
+      completedStatus(s, t, { started, now: end, generation, store: spec }),
+    );
     const took = end.getTime() - started.getTime();
     ctx.log.info('backup completed', {
       location: t.location,
@@ -270,15 +274,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       reason: 'Completed',
       note: `${t.size} bytes at ${t.location} in ${formatDuration(took)} (from ${t.source.pod})`,
     });
-    await publishOutcome(ctx, loaded, event.source, 'completed', {
-      location: t.location,
-      size: t.size,
-      rdbSize: t.rdbSize,
-      sha256: t.sha256,
-      redisVersion: t.manifest.redis.version,
-      source: t.source.pod,
-      completedAt: iso(end),
-    });
+    await announce(ctx, loaded, event.source, written?.status);
     recordMetrics(ctx, loaded, t, took);
     return done;
   } catch (error) {

@@ -97,6 +97,34 @@ export const publishOutcome = (
     }),
   );
 
+/**
+ * The outcome the status records, on the bus: after the status is written, and again whenever
+ * the handler meets a finished Backup, so a publish that failed is made up for (at least once;
+ * within JetStream's duplicate window a copy stores nothing new).
+ */
+export const announce = async (
+  ctx: HandlerContext,
+  loaded: LoadedBackup,
+  source: string,
+  s: BackupStatus | undefined,
+) => {
+  if (s?.phase === 'Completed')
+    await publishOutcome(ctx, loaded, source, 'completed', {
+      location: s.location,
+      size: s.size,
+      rdbSize: s.rdbSize,
+      sha256: s.sha256,
+      redisVersion: s.redisVersion,
+      source: s.source,
+      completedAt: s.completedAt,
+    });
+  else if (s?.phase === 'Failed')
+    await publishOutcome(ctx, loaded, source, 'failed', {
+      reason: s.error?.reason,
+      message: s.error?.message,
+    });
+};
+
 /** The status of a completed backup: where it is, what it holds, how long it took. */
 export const completedStatus = (
   s: BackupStatus,
