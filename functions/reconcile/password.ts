@@ -39,7 +39,10 @@ export const rollPassword = async (o: {
     }
   }
   if (plan.record.password === o.auth.applied)
-    return { password: o.auth.applied, ...waitingOf(plan.waiting) };
+    return {
+      password: o.auth.applied,
+      ...waitingOf(plan.waiting ?? (failed > 0 ? 'a password step failed; trying again' : undefined)),
+    };
   if (failed > 0)
     return { password: o.auth.applied, waiting: 'the new password is not accepted everywhere yet' };
   ctx.fence();
@@ -52,7 +55,9 @@ export const rollPassword = async (o: {
     action: 'RotatePassword',
     note: 'every instance accepts the new password; the old one is being removed',
   });
-  return { password: plan.record.password };
+  // The last step (each instance accepts the new password alone) is the next run's: ask for it
+  // now, since nothing else may wake this cluster's reconcile soon.
+  return { password: plan.record.password, waiting: 'removing the old password from every instance' };
 };
 
 const waitingOf = (waiting: string | undefined) => (waiting === undefined ? {} : { waiting });
