@@ -52,27 +52,42 @@ describe('a handler that locks another object than its event', () => {
     );
     const objects = ['nightly', 'hourly', 'manual'];
     const generations = 8;
-    for (let g = 1; g <= generations; g++) {
-      await Promise.all(
-        objects.map((name) =>
-          probeEvent(publisher, ns, name, { cluster: 'cache', sleep: '100', generation: String(g) }),
-        ),
-      );
-      await sleep(50); // a burst over time, not all at once
-    }
-    await until(
-      "every object's last event handled",
-      async () => {
-        const last = new Set(
-          readRuns(dir)
-            .filter((r) => r.generation === String(generations))
-            .map((r) => r.name),
+    // A burst's runs coalesce per object and may all land on one replica; then that burst proved
+    // nothing across processes: send another (bounded) until both replicas ran some of them.
+    for (let burst = 0; burst < 4; burst++) {
+      for (let g = 1; g <= generations; g++) {
+        await Promise.all(
+          objects.map((name) =>
+            probeEvent(publisher, ns, name, {
+              cluster: 'cache',
+              sleep: '100',
+              generation: String(burst * generations + g),
+            }),
+          ),
         );
-        return objects.every((o) => last.has(o)) ? true : undefined;
-      },
-      60_000,
-      200,
-    );
+        await sleep(50); // a burst over time, not all at once
+      }
+      const lastGeneration = String((burst + 1) * generations);
+      await until(
+        "every object's last event handled",
+        async () => {
+          const last = new Set(
+            readRuns(dir)
+              .filter((r) => r.generation === lastGeneration)
+              .map((r) => r.name),
+          );
+          return objects.every((o) => last.has(o)) ? true : undefined;
+        },
+        60_000,
+        200,
+      );
+      const pids = new Set(
+        readRuns(dir)
+          .filter((r) => objects.includes(r.name))
+          .map((r) => r.pid),
+      );
+      if (pids.size === 2) break;
+    }
     const runs = readRuns(dir).filter((r) => objects.includes(r.name));
     expect(runs.filter((r) => r.overlap)).toEqual([]);
     for (const a of runs)
