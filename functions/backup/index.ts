@@ -40,7 +40,7 @@ import { keysOf, storeSpecOf, takeBackup } from './run.ts';
 /** How long a Backup waits for its cluster to have an instance to take a snapshot from. */
 const SOURCE_WAIT_MS = 10 * 60_000;
 
-export { lockKey } from './lock-key.ts';
+export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
 const iso = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z');
 const attemptsLimit = (env: HandlerContext['env']) => Math.max(1, Number(env.TIDEWAY_BACKUP_ATTEMPTS) || 5);

@@ -8,7 +8,7 @@ import { safetyBackup, start, verifying } from './phases.ts';
 import { restoring } from './restoring.ts';
 import { FINISHED, type Run } from './run.ts';
 
-export { lockKey } from './lock-key.ts';
+export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
 const zEnv = z.object({
   /** Where the feed listens: an address of this process the cluster's pods reach (a pod's IP). */
