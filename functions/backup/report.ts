@@ -1,11 +1,10 @@
-import { EventsV1Api } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import type { BackupStatus, LoadedBackup } from '../../shared/backup/kube.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
-import { eventRecorder } from '../../shared/kube/events.ts';
+import { handlerRecorder, recordWithCluster, regardingOf } from '../../shared/kube/events.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import type { Taken } from './run.ts';
 
@@ -37,35 +36,18 @@ export const withCondition = (
   ),
 });
 
-const recorder = (ctx: HandlerContext) =>
-  eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/backup', ctx.function, (error) =>
-    ctx.log.warn('event not recorded', { error }),
-  );
-
 /** Events about the Backup and about its cluster (best effort). */
-export const recordEvents = async (
+export const recordEvents = (
   ctx: HandlerContext,
   loaded: LoadedBackup,
   rc: RedisCluster | undefined,
   e: { type: 'Normal' | 'Warning'; reason: string; note: string },
-) => {
-  const r = recorder(ctx);
-  await r.record({ regarding: loaded.regarding, action: 'Backup', ...e });
-  if (rc)
-    await r.record({
-      regarding: {
-        apiVersion: rc.apiVersion,
-        kind: rc.kind,
-        namespace: loaded.key.namespace,
-        name: rc.metadata.name,
-        uid: rc.metadata.uid ?? '',
-      },
-      action: 'Backup',
-      type: e.type,
-      reason: `Backup${e.reason}`,
-      note: `${loaded.key.name}: ${e.note}`,
-    });
-};
+) =>
+  recordWithCluster(
+    handlerRecorder(ctx, 'backup'),
+    { regarding: loaded.regarding, cluster: rc && regardingOf(rc, loaded.key.namespace), action: 'Backup' },
+    e,
+  );
 
 /** `dev.tideway.backup.completed|failed` on the bus, once per Backup (the id is the Backup's). */
 export const publishOutcome = (

@@ -1,7 +1,6 @@
-import { EventsV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
-import { eventRecorder } from '../../shared/kube/events.ts';
+import { handlerRecorder } from '../../shared/kube/events.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { failOver } from '../../shared/rediscluster/failover.ts';
 import { hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
@@ -52,12 +51,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       decision: a.failover,
       now,
       log: ctx.log,
-      recorder: eventRecorder(
-        ctx.kube.makeApiClient(EventsV1Api),
-        'tideway.dev/health',
-        ctx.function,
-        (error) => ctx.log.warn('event not recorded', { error }),
-      ),
+      recorder: handlerRecorder(ctx, 'health'),
       publisher: ctx.publisher,
       source: event.source,
       fence: ctx.fence,

@@ -1,8 +1,8 @@
-import { CoreV1Api, EventsV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
-import { eventRecorder } from '../../shared/kube/events.ts';
+import { handlerRecorder } from '../../shared/kube/events.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
 import { specProblems } from '../../shared/rediscluster/admission.ts';
 import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
@@ -57,12 +57,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return done; // the update is an event of its own: the next run sees the finalizer
   }
 
-  const recorder = eventRecorder(
-    ctx.kube.makeApiClient(EventsV1Api),
-    'tideway.dev/reconcile',
-    ctx.function,
-    (error) => ctx.log.warn('event not recorded', { error }),
-  );
+  const recorder = handlerRecorder(ctx, 'reconcile');
   const recordedMaster = rc.status?.master;
   let expectedMaster = recordedMaster;
   /** Status writes never change status.master behind another writer's back (compare-and-set). */

@@ -1,8 +1,7 @@
-import { EventsV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { zRestore } from '../../shared/api/generated.ts';
 import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
-import { eventRecorder } from '../../shared/kube/events.ts';
+import { handlerRecorder, regardingOf } from '../../shared/kube/events.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
@@ -69,16 +68,8 @@ export const restoreGone = async (event: CloudEvent<unknown>, ctx: HandlerContex
       ctx.clock(),
     ),
   }));
-  await eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/restore', ctx.function, (error) =>
-    ctx.log.warn('event not recorded', { error }),
-  ).record({
-    regarding: {
-      apiVersion: rc.apiVersion,
-      kind: rc.kind,
-      namespace,
-      name: rc.metadata.name,
-      uid: rc.metadata.uid ?? '',
-    },
+  await handlerRecorder(ctx, 'restore').record({
+    regarding: regardingOf(rc, namespace),
     type: 'Warning',
     reason: 'RestoreDeleted',
     action: 'Restore',

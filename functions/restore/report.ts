@@ -1,40 +1,25 @@
-import { EventsV1Api } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
-import { eventRecorder } from '../../shared/kube/events.ts';
+import { handlerRecorder, recordWithCluster, regardingOf } from '../../shared/kube/events.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import type { Run } from './run.ts';
 
-const recorder = (ctx: HandlerContext) =>
-  eventRecorder(ctx.kube.makeApiClient(EventsV1Api), 'tideway.dev/restore', ctx.function, (error) =>
-    ctx.log.warn('event not recorded', { error }),
-  );
-
 /** An Event about the Restore and, with `cluster`, one about its RedisCluster (best effort). */
-export const recordEvent = async (
+export const recordEvent = (
   run: Run,
   e: { type: 'Normal' | 'Warning'; reason: string; note: string },
   o: { cluster?: boolean } = {},
-) => {
-  const r = recorder(run.ctx);
-  const { loaded, rc } = run;
-  await r.record({ regarding: loaded.regarding, action: 'Restore', ...e });
-  if (o.cluster)
-    await r.record({
-      regarding: {
-        apiVersion: rc.apiVersion,
-        kind: rc.kind,
-        namespace: loaded.key.namespace,
-        name: rc.metadata.name,
-        uid: rc.metadata.uid ?? '',
-      },
+) =>
+  recordWithCluster(
+    handlerRecorder(run.ctx, 'restore'),
+    {
+      regarding: run.loaded.regarding,
+      cluster: o.cluster ? regardingOf(run.rc, run.loaded.key.namespace) : undefined,
       action: 'Restore',
-      type: e.type,
-      reason: `Restore${e.reason}`,
-      note: `${loaded.key.name}: ${e.note}`,
-    });
-};
+    },
+    e,
+  );
 
 /**
  * `dev.tideway.restore.completed|failed` on the bus, once per Restore (the id is the Restore's):

@@ -1,8 +1,8 @@
-import { EventsV1Api, type V1OwnerReference } from '@kubernetes/client-node';
+import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { BackupScheduleResource } from '../../shared/api/generated.ts';
 import { EventType } from '../../shared/events/types.ts';
-import { eventRecorder } from '../../shared/kube/events.ts';
+import { handlerRecorder } from '../../shared/kube/events.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { readClock } from './clock.ts';
 import { isLoaded, loadSchedule, readBackup } from './kube.ts';
@@ -53,12 +53,7 @@ const handleSchedule = async (target: Target, event: CloudEvent<unknown>, ctx: H
     loaded,
     clock,
     now,
-    recorder: eventRecorder(
-      ctx.kube.makeApiClient(EventsV1Api),
-      'tideway.dev/schedule',
-      ctx.function,
-      (error) => ctx.log.warn('event not recorded', { error }),
-    ),
+    recorder: handlerRecorder(ctx, 'schedule'),
     regarding: {
       apiVersion: schedule.apiVersion,
       kind: schedule.kind,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type EventsV1Api, V1MicroTime } from '@kubernetes/client-node';
+import { EventsV1Api, type KubeConfig, V1MicroTime } from '@kubernetes/client-node';
+import type { Logger } from '../runtime/logger.ts';
 
 export type EventRecorder = {
   /** Records an events.k8s.io/v1 Event about the object; never throws (events are best effort). */
@@ -45,3 +46,48 @@ export const eventRecorder = (
     }
   },
 });
+
+/** What an Event is about. */
+export type Regarding = Parameters<EventRecorder['record']>[0]['regarding'];
+
+/** The recorder of a handler's run: Events from `tideway.dev/<name>`, a failed record logged. */
+export const handlerRecorder = (
+  ctx: { kube: KubeConfig; function: string; log: Pick<Logger, 'warn'> },
+  name: string,
+): EventRecorder =>
+  eventRecorder(ctx.kube.makeApiClient(EventsV1Api), `tideway.dev/${name}`, ctx.function, (error) =>
+    ctx.log.warn('event not recorded', { error }),
+  );
+
+/** `regarding` for a custom resource as read from the API server. */
+export const regardingOf = (
+  o: { apiVersion: string; kind: string; metadata: { name?: string; uid?: string } },
+  namespace: string,
+): Regarding => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  namespace,
+  name: o.metadata.name ?? '',
+  uid: o.metadata.uid ?? '',
+});
+
+/**
+ * An Event about an object (a Backup, a Restore) and, with `cluster`, the same on the RedisCluster
+ * it acts on: reason `<action><reason>`, note `<object name>: <note>` — what `kubectl describe` on
+ * either shows.
+ */
+export const recordWithCluster = async (
+  r: EventRecorder,
+  o: { regarding: Regarding; cluster?: Regarding | undefined; action: string },
+  e: { type: 'Normal' | 'Warning'; reason: string; note: string },
+) => {
+  await r.record({ regarding: o.regarding, action: o.action, ...e });
+  if (o.cluster)
+    await r.record({
+      regarding: o.cluster,
+      action: o.action,
+      type: e.type,
+      reason: `${o.action}${e.reason}`,
+      note: `${o.regarding.name}: ${e.note}`,
+    });
+};
