@@ -9,7 +9,7 @@ import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { bootstrapPending } from '../../shared/rediscluster/bootstrap.ts';
 import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
-import { labelPod, listClusterPods, listPods, readAuth } from '../../shared/rediscluster/kube.ts';
+import { labelPod, listLabelledPods, listPods, readAuth, splitPods } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
@@ -96,11 +96,12 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const desired = rc.spec.replicas ?? 3;
   const masterOrdinal = recordedMaster ? ordinalOf(rc.metadata.name, recordedMaster) : -1;
   const masterLost = Boolean(rc.status?.failover?.masterUnreachableSince);
+  const labelled = await listLabelledPods(ctx.kube, rc);
   const applied = await applyOwned({
     kube: ctx.kube,
     rc,
     auth: { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) },
-    pods: await listPods(ctx.kube, rc),
+    pods: splitPods(rc, labelled).pods,
     stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
     fence: ctx.fence,
   });
@@ -108,7 +109,8 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const { sts } = applied;
   const stsReplicas = sts.spec?.replicas ?? desired;
 
-  const { pods, foreign } = await listClusterPods(ctx.kube, rc, sts.metadata?.uid);
+  // One list for the run: what the configuration keys are kept for, and what is probed.
+  const { pods, foreign } = splitPods(rc, labelled, sts.metadata?.uid);
   const passwords = passwordsOf(auth);
   const instances = await probeInstances(rc.metadata.name, pods, passwords, undefined, { inspectAuth: true });
   const rotation = await rollPassword({ ctx, rc, auth, instances, recorder, regarding });

@@ -15,24 +15,29 @@ import type { Auth } from './auth.ts';
 import { generatedAuthSecretFor } from './desired.ts';
 import { LABEL, namesOf, type Role, selectorLabels } from './names.ts';
 
-/**
- * The pods that carry the cluster's labels, split into the cluster's own — as its StatefulSet made
- * them: labels alone are not proof (anyone can label a pod), the controller reference to the
- * StatefulSet is; with `statefulSetUid`, to that very one — and the others, which the cluster's
- * Services select all the same.
- */
-export const listClusterPods = async (
-  kc: KubeConfig,
-  rc: RedisCluster,
-  statefulSetUid?: string,
-): Promise<{ pods: V1Pod[]; foreign: V1Pod[] }> => {
+/** Every pod that carries the cluster's labels (what its Services select). */
+export const listLabelledPods = async (kc: KubeConfig, rc: RedisCluster): Promise<V1Pod[]> => {
   const n = namesOf(rc);
   const selector = Object.entries(selectorLabels(n.name))
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  const all = (
+  return (
     await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: n.namespace, labelSelector: selector })
   ).items;
+};
+
+/**
+ * Labelled pods split into the cluster's own — as its StatefulSet made them: labels alone are not
+ * proof (anyone can label a pod), the controller reference to the StatefulSet is; with
+ * `statefulSetUid`, to that very one — and the others, which the cluster's Services select all
+ * the same.
+ */
+export const splitPods = (
+  rc: RedisCluster,
+  labelled: readonly V1Pod[],
+  statefulSetUid?: string,
+): { pods: V1Pod[]; foreign: V1Pod[] } => {
+  const n = namesOf(rc);
   const ours = (p: V1Pod) =>
     (p.metadata?.ownerReferences ?? []).some(
       (r) =>
@@ -41,12 +46,12 @@ export const listClusterPods = async (
         r.name === n.statefulSet &&
         (statefulSetUid === undefined || r.uid === statefulSetUid),
     );
-  return { pods: all.filter(ours), foreign: all.filter((p) => !ours(p)) };
+  return { pods: labelled.filter(ours), foreign: labelled.filter((p) => !ours(p)) };
 };
 
-/** The cluster's own pods (listClusterPods). */
+/** The cluster's own pods (splitPods). */
 export const listPods = async (kc: KubeConfig, rc: RedisCluster, statefulSetUid?: string): Promise<V1Pod[]> =>
-  (await listClusterPods(kc, rc, statefulSetUid)).pods;
+  splitPods(rc, await listLabelledPods(kc, rc), statefulSetUid).pods;
 
 /**
  * The cluster's password, from its Secret (key `password`). A generated Secret is created on
