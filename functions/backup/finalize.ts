@@ -3,7 +3,6 @@ import {
   BACKUP_FINALIZER,
   hasBackupFinalizer,
   type LoadedBackup,
-  readCluster,
   setBackupFinalizers,
 } from '../../shared/backup/kube.ts';
 import { type BackupStoreSpec, resolveStore } from '../../shared/backup/store-config.ts';
@@ -11,11 +10,12 @@ import { done, type HandlerContext, type Outcome, retryAfter } from '../../share
 import { recordEvents } from './report.ts';
 import { keysOf } from './run.ts';
 
-/** The store a Backup wrote to (recorded when it started), else the one it would write to. */
-const storeOf = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<BackupStoreSpec | undefined> =>
-  (loaded.backup.status?.store as BackupStoreSpec | undefined) ??
-  loaded.backup.spec.store ??
-  (await readCluster(ctx.kube, loaded.key.namespace, loaded.backup.spec.cluster.name))?.spec.backup?.store;
+/**
+ * The store a Backup wrote to, recorded before its first upload started. Without it nothing was
+ * ever stored: there is nothing to delete, and no store (or Secret) to reach for it.
+ */
+const storeOf = (loaded: LoadedBackup): BackupStoreSpec | undefined =>
+  loaded.backup.status?.store as BackupStoreSpec | undefined;
 
 /**
  * A deleted Backup: with deletionPolicy Delete its object, its manifest and any unfinished upload
@@ -27,7 +27,7 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
   const { backup } = loaded;
   if (!hasBackupFinalizer(backup)) return done;
   if ((backup.spec.deletionPolicy ?? 'Delete') === 'Delete') {
-    const spec = await storeOf(loaded, ctx);
+    const spec = storeOf(loaded);
     if (spec) {
       const keys = keysOf(loaded, spec);
       try {

@@ -93,10 +93,11 @@ const failBackup = async (
 
 /** A failed Backup whose upload could not be aborted: try again, until the store answers. */
 const abortPending = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
-  const key = loaded.backup.status?.pendingAbort ?? '';
+  const key = loaded.backup.status?.pendingAbort;
   const spec = loaded.backup.status?.store;
   try {
-    if (spec) {
+    // Never with an empty key: that prefix is every upload in the bucket.
+    if (spec && key) {
       const { store } = await resolveStore({
         kube: ctx.kube,
         namespace: loaded.key.namespace,
