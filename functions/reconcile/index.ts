@@ -9,7 +9,7 @@ import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { bootstrapPending } from '../../shared/rediscluster/bootstrap.ts';
 import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
 import { addFinalizer, finalize, hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
-import { labelPod, listLabelledPods, listPods, readAuth, splitPods } from '../../shared/rediscluster/kube.ts';
+import { labelPod, listLabelledPods, readAuth, splitPods } from '../../shared/rediscluster/kube.ts';
 import { isOutcome, loadCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { observe } from '../../shared/rediscluster/observed.ts';
@@ -152,7 +152,8 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   const after =
     plan.commands.length > 0
-      ? await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc, sts.metadata?.uid), passwords)
+      ? // The commands change roles, not pods: probe the same pods again.
+        await probeInstances(rc.metadata.name, pods, passwords)
       : instances;
   const o = observe(rc, after, plan.master, pods);
   const inSync = converged && o.phase === 'Ready' && o.nodes?.every((n) => n.ready) === true;

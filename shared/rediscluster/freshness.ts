@@ -45,7 +45,8 @@ export const freshness = (
         type: 'BackupStale',
         status: stale ? 'True' : 'False',
         reason: stale ? 'TooOld' : 'Fresh',
-        message: `the newest completed backup, ${lastBackup.name}, finished ${Math.round(ageSeconds)}s ago; maxBackupAge is ${target}`,
+        // The time, not the age: a message that changed every tick would rewrite the status every tick.
+        message: `the newest completed backup, ${lastBackup.name}, finished at ${lastBackup.completedAt}; maxBackupAge is ${target}`,
       },
     };
   }
