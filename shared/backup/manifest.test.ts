@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { backupKeys } from './manifest.ts';
+
+describe('backupKeys', () => {
+  const keys = (backup: string, uid: string) =>
+    backupKeys({
+      prefix: 'p',
+      namespace: 'ns',
+      cluster: 'cache',
+      backup,
+      uid,
+      compression: 'zstd',
+      encrypted: true,
+    });
+
+  it('names each Backup object by its uid: the same Backup always the same key, a new one of that name another', () => {
+    expect(keys('nightly', 'aaaaaaaa-1')).toEqual(keys('nightly', 'aaaaaaaa-1'));
+    expect(keys('nightly', 'aaaaaaaa-1')).toEqual({
+      object: 'p/ns/cache/nightly-aaaaaaaa.rdb.zst.enc',
+      manifest: 'p/ns/cache/nightly-aaaaaaaa.manifest.json',
+    });
+    expect(keys('nightly', 'bbbbbbbb-2').object).not.toBe(keys('nightly', 'aaaaaaaa-1').object);
+  });
+});
