@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test bed's servers from Go modules at pinned versions into a cache outside the clone.
-# Usage: build-go.sh <cache-dir> <component>   component: kubernetes | etcd | nats | versitygw
+# Usage: build-go.sh <cache-dir> <component>
+#   component: kubernetes | etcd | nats | versitygw | helm | keda | keda-crds
 # Idempotent: a component whose stamp matches its pin is not rebuilt.
 set -euo pipefail
 
@@ -84,10 +85,87 @@ build_module() { # name version module package output
   stamp "$name" "$v"
 }
 
+module_source() { # name module version → prints a writable copy of the module's own source
+  # Built as the project builds itself: its go.mod, go.sum and replace directives, no wrapper.
+  local name=$1 mod=$2 v=$3
+  local dir="$cache/src/$name-$v"
+  if [ ! -f "$dir/.complete" ]; then
+    log "$name $v: downloading the module"
+    local src
+    src=$(go mod download -json "$mod@$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [ -n "$src" ] || { echo "go mod download $mod@$v gave no directory" >&2; return 1; }
+    rm -rf "$dir"
+    mkdir -p "$(dirname "$dir")"
+    cp -r "$src" "$dir"
+    chmod -R u+w "$dir"
+    touch "$dir/.complete"
+  fi
+  echo "$dir"
+}
+
+fetch_deps() { # package: downloads the modules it needs, quietly (go build names each one)
+  go list -deps "$1" >/dev/null 2>deps.log || { cat deps.log >&2; return 1; }
+}
+
+build_helm() {
+  local v=$HELM_VERSION
+  stamp_ok helm "$v" && return 0
+  local dir
+  dir=$(module_source helm helm.sh/helm/v3 "$v")
+  cd "$dir"
+  # As helm's Makefile: its version, and the Kubernetes version lint and template assume (that of
+  # the client-go it is built with).
+  local minor
+  minor=$(sed -n 's#^[[:space:]]*k8s.io/client-go v0\.\([0-9]*\)\..*#\1#p' go.mod)
+  [ -n "$minor" ] || { echo "helm $v: no k8s.io/client-go in its go.mod" >&2; return 1; }
+  local ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ldflags="$ldflags -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+  done
+  log "helm $v: fetching its modules"
+  fetch_deps ./cmd/helm
+  log "helm $v: building"
+  go build -trimpath -ldflags "$ldflags" -o "$bin/helm" ./cmd/helm
+  stamp helm "$v"
+}
+
+# KEDA's CRDs (ScaledObject, …), from its module: what a chart's ScaledObjects are checked against.
+keda_crds() {
+  local v=$KEDA_VERSION
+  local out="$cache/share/keda-$v/crds"
+  [ -f "$out/.complete" ] && return 0
+  local dir
+  dir=$(module_source keda github.com/kedacore/keda/v2 "$v")
+  rm -rf "$out"
+  mkdir -p "$out"
+  cp "$dir"/config/crd/bases/*.yaml "$out"/
+  touch "$out/.complete"
+}
+
+# The KEDA operator (cmd/operator): activation, i.e. scaling between 0 and 1, is its own; beyond
+# one replica it drives an HPA, which reads its metrics through keda-adapter (not built).
+build_keda() {
+  local v=$KEDA_VERSION
+  keda_crds
+  stamp_ok keda "$v" && return 0
+  local dir
+  dir=$(module_source keda github.com/kedacore/keda/v2 "$v")
+  cd "$dir"
+  log "keda $v: fetching its modules"
+  fetch_deps ./cmd/operator
+  log "keda $v: building the operator (slow)"
+  go build -trimpath -ldflags "-s -w -X=github.com/kedacore/keda/v2/version.Version=${v#v}" \
+    -o "$bin/keda" ./cmd/operator
+  stamp keda "$v"
+}
+
 case $component in
   kubernetes) build_kubernetes ;;
   etcd) build_module etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 etcd ;;
   nats) build_module nats "$NATS_VERSION" github.com/nats-io/nats-server/v2 github.com/nats-io/nats-server/v2 nats-server ;;
   versitygw) build_module versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw github.com/versity/versitygw/cmd/versitygw versitygw ;;
+  helm) build_helm ;;
+  keda) build_keda ;;
+  keda-crds) keda_crds ;;
   *) echo "unknown component $component" >&2; exit 2 ;;
 esac

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheDir } from '../paths.ts';
@@ -18,7 +18,7 @@ const DEBIAN = {
   unzip: 'unzip',
 } as const;
 
-const GO_COMPONENTS = ['etcd', 'nats', 'versitygw', 'kubernetes'] as const;
+const GO_COMPONENTS = ['etcd', 'nats', 'versitygw', 'kubernetes', 'helm'] as const;
 
 const onPath = (program: string): boolean =>
   (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin')
@@ -60,10 +60,36 @@ export const ensureDebianPackages = async (log: Log): Promise<void> => {
   });
 };
 
+const here = dirname(fileURLToPath(import.meta.url));
+const BUILD_GO = join(here, 'build-go.sh');
+
+/** A version pinned in pins.sh, e.g. pin('KEDA') (the one place versions are written). */
+export const pin = (name: string): string => {
+  const line = readFileSync(join(here, 'pins.sh'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}_VERSION=`));
+  if (!line) throw new Error(`no ${name}_VERSION in ${join(here, 'pins.sh')}`);
+  return line.slice(name.length + '_VERSION='.length).trim();
+};
+
+export type GoOptions = {
+  /** Also the KEDA operator (`bin/keda`), which takes minutes to build: only for who runs it. */
+  keda?: boolean;
+};
+
 /** Builds (once per pin) the Go servers into the cache; see build-go.sh and pins.sh. */
-export const ensureGoBinaries = async (log: Log): Promise<void> => {
-  const script = join(dirname(fileURLToPath(import.meta.url)), 'build-go.sh');
-  for (const c of GO_COMPONENTS) {
-    await stream('bash', [script, cacheDir(), c], log);
+export const ensureGoBinaries = async (log: Log, o: GoOptions = {}): Promise<void> => {
+  for (const c of [...GO_COMPONENTS, ...(o.keda ? ['keda'] : [])]) {
+    await stream('bash', [BUILD_GO, cacheDir(), c], log);
   }
+};
+
+/**
+ * KEDA's CRD manifests (ScaledObject, …) at its pin, from its Go module, without building it: a
+ * directory for `kubectl apply -f`. Cached.
+ */
+export const ensureKedaCrds = async (log: Log): Promise<string> => {
+  await stream('bash', [BUILD_GO, cacheDir(), 'keda-crds'], log);
+  // Where build-go.sh's keda_crds puts them.
+  return join(cacheDir(), 'share', `keda-${pin('KEDA')}`, 'crds');
 };

@@ -3,3 +3,7 @@ KUBERNETES_VERSION=v1.35.4
 ETCD_VERSION=v3.6.16
 NATS_VERSION=v2.12.4
 VERSITYGW_VERSION=v1.8.0
+# helm is built with the rest (the chart's tests use it). KEDA only when asked for (ensure.ts,
+# ensureKeda; slow to build); its CRDs come from the same module, without building it.
+HELM_VERSION=v3.22.0
+KEDA_VERSION=v2.21.0
