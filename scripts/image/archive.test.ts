@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadServerless } from '../../shared/runtime/config.ts';
+import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
 import { loadExport, loadLockKey } from '../../shared/runtime/load-handler.ts';
 import { type BuiltImage, ensureImage, IMAGE_REPO } from './build.ts';
 import { parseLock } from './deps.ts';
@@ -168,6 +168,22 @@ describe('the image archive', () => {
     const write = `try { require('node:fs').writeFileSync('/app/x', 'x'); console.log('written') } catch (e) { console.log(e.code) }`;
     const r = await runInImage({ root: rootfs, config: cfg(), user: '0', argv: ['node', '-e', write] });
     expect(r.stdout).toBe('EROFS\n');
+  });
+
+  it("takes a function's memorySize as NODE_OPTIONS (in-process, no supervisor to pass Node flags)", async () => {
+    const heapMiB = `console.log(Math.round(require('node:v8').getHeapStatistics().heap_size_limit / 2 ** 20))`;
+    const limited = await runInImage({
+      root: rootfs,
+      config: cfg(),
+      env: { NODE_OPTIONS: nodeArgsFor({ memorySize: 256 }).join(' ') },
+      argv: ['node', '-e', heapMiB],
+    });
+    const free = await runInImage({ root: rootfs, config: cfg(), argv: ['node', '-e', heapMiB] });
+    expect(limited.code).toBe(0);
+    // Half of memorySize for the old space, plus the young generation.
+    expect(Number(limited.stdout)).toBeGreaterThanOrEqual(128);
+    expect(Number(limited.stdout)).toBeLessThan(160);
+    expect(Number(free.stdout)).toBeGreaterThan(512);
   });
 
   it('starts its entrypoint: without a function it prints the usage, without NATS_URL it names it', async () => {

@@ -76,8 +76,11 @@ export const ensureProdDeps = async (root: string, cache: string, log: Log): Pro
     if (problems.length > 0)
       throw new Error(`the production install departs from package-lock.json:\n  ${problems.join('\n  ')}`);
     await writeFile(join(tmp, '.tideway-prod-tree'), `${sha256(lockText)}\n`);
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
+    // Another build may have finished the same tree meanwhile (and be linking from it): keep it.
+    if (!existsSync(done)) {
+      await rm(dir, { recursive: true, force: true });
+      await rename(tmp, dir);
+    }
     return join(dir, 'node_modules');
   } finally {
     await rm(tmp, { recursive: true, force: true });

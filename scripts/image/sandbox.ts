@@ -34,13 +34,18 @@ export const runInImage = (o: {
   root: string;
   config: ImageConfig['config'];
   argv: readonly string[];
+  /** Added to the config's environment, as a pod's `env` is. */
+  env?: Record<string, string>;
   /** Overrides the config's user, e.g. 0 to show a write fails for lack of a writable root. */
   user?: string;
 }): Promise<RunResult> => {
   const { uid, gid } = userOf(o.user ?? o.config.User);
-  const env = Object.fromEntries(
-    (o.config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
-  );
+  const env: Record<string, string> = {
+    ...Object.fromEntries(
+      (o.config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+    ),
+    ...o.env,
+  };
   return run(
     'unshare',
     [
