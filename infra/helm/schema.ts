@@ -65,16 +65,28 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
       minItems: 1,
       description: 'the container arguments; $(TIDEWAY_FUNCTION) is the function’s name',
     },
-    nats: obj({
-      url: str('NATS client URL (NATS_URL)', { pattern: '^$|^(nats|tls|ws|wss)://' }),
-      existingSecret: obj({
-        name: str('a Secret whose key holds NATS_URL; empty: nats.url'),
-        key: str(undefined, { minLength: 1 }),
-      }),
-      monitoringEndpoint: str('host:port of the NATS monitoring endpoint (KEDA)'),
-      account: str('the JetStream account of the stream', { minLength: 1 }),
-      monitoringHttps: bool(),
-    }),
+    nats: obj(
+      {
+        url: str('NATS client URL (NATS_URL)', { pattern: '^$|^(nats|tls|ws|wss)://' }),
+        existingSecret: obj({
+          name: str('a Secret whose key holds NATS_URL; empty: nats.url'),
+          key: str(undefined, { minLength: 1 }),
+        }),
+        monitoringEndpoint: str('host:port of the NATS monitoring endpoint (KEDA)'),
+        account: str('the JetStream account of the stream', { minLength: 1 }),
+        monitoringHttps: bool(),
+      },
+      {
+        // Functions without a bus would wait for it forever: say so at install instead.
+        anyOf: [
+          { required: ['url'], properties: { url: { minLength: 1 } } },
+          {
+            required: ['existingSecret'],
+            properties: { existingSecret: { required: ['name'], properties: { name: { minLength: 1 } } } },
+          },
+        ],
+      },
+    ),
     watchNamespaces: {
       type: 'array',
       uniqueItems: true,
@@ -113,5 +125,11 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
       description: 'per function, overrides of what serverless.yml says',
     }),
   }),
+  // KEDA reads the consumers' lag from NATS's monitoring endpoint: without one it never scales.
+  if: {
+    required: ['keda'],
+    properties: { keda: { required: ['enabled'], properties: { enabled: { const: true } } } },
+  },
+  then: { properties: { nats: { properties: { monitoringEndpoint: { minLength: 1 } } } } },
   definitions: { function: functionOverrides },
 });

@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { CHART_DIR } from '../../infra/helm/generate.ts';
+import { bin } from '../../infra/testbed/paths.ts';
+
+/** A Kubernetes object as helm renders it (only what the tests read is typed). */
+export type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  // biome-ignore lint/suspicious/noExplicitAny: rendered objects of every kind; tests read their fields
+  spec?: any;
+  [k: string]: unknown;
+};
+
+export type HelmResult = { code: number; stdout: string; stderr: string };
+
+/** The test bed's helm (built at its pin, infra/testbed/build); never throws, says how it ended. */
+export const helm = async (...args: string[]): Promise<HelmResult> => {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(bin('helm'), args, { maxBuffer: 64 << 20 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+};
+
+/** `--set` arguments from pairs. */
+export const sets = (values: Record<string, string>): string[] =>
+  Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+
+/** `helm template` of Tideway's chart as release `tideway` in `namespace`; fails on an error. */
+export const render = async (
+  namespace: string,
+  values: Record<string, string> = {},
+  extra: string[] = [],
+): Promise<{ yaml: string; objects: Manifest[] }> => {
+  const r = await helm('template', 'tideway', CHART_DIR, '-n', namespace, ...sets(values), ...extra);
+  if (r.code !== 0) throw new Error(`helm template failed: ${r.stderr}`);
+  const objects = parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as Manifest | null)
+    .filter((d): d is Manifest => d !== null);
+  return { yaml: r.stdout, objects };
+};
+
+export const ofKind = (objects: readonly Manifest[], kind: string): Manifest[] =>
+  objects.filter((o) => o.kind === kind);
+
+export const named = (objects: readonly Manifest[], kind: string, name: string): Manifest => {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} in the rendered chart`);
+  return found;
+};
