@@ -61,6 +61,36 @@ describe('the chart is generated from serverless.yml, infra/rbac and crds/', () 
   });
 });
 
+describe("docs/helm.md's table of functions", () => {
+  it('says what the chart says', () => {
+    const docs = readFileSync(join(CHART_DIR, '..', '..', '..', 'docs', 'helm.md'), 'utf8');
+    const table = docs.slice(docs.indexOf('| Function'));
+    const rows = table
+      .slice(0, table.indexOf('\n\n'))
+      .split('\n')
+      .slice(2)
+      .map((l) =>
+        l
+          .split('|')
+          .slice(1, -1)
+          .map((c) => c.trim().replace(/`/g, '')),
+      );
+    const values = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8'));
+    const fns = chartFunctions(parseServerless(sources.serverless));
+    expect(rows).toEqual(
+      Object.entries(fns).map(([name, f]) => [
+        name,
+        f.service ? 'service' : 'events',
+        String(f.replicas),
+        String(f.memoryMiB ?? values.resources.defaultMemoryMiB),
+        String(f.terminationGracePeriodSeconds),
+        f.consumer?.cluster ?? '—',
+        f.consumer ? String(f.consumer.lagThreshold) : '—',
+      ]),
+    );
+  });
+});
+
 describe('chartFunctions', () => {
   const config = parseServerless(`
 service: t
