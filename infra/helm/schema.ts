@@ -130,6 +130,7 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
     required: ['keda'],
     properties: { keda: { required: ['enabled'], properties: { enabled: { const: true } } } },
   },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then; this object is never awaited
   then: { properties: { nats: { properties: { monitoringEndpoint: { minLength: 1 } } } } },
   definitions: { function: functionOverrides },
 });
