@@ -1,5 +1,5 @@
 import { STREAM } from '../../shared/events/subjects.ts';
-import type { FunctionConfig, ServerlessConfig } from '../../shared/runtime/config.ts';
+import { type FunctionConfig, nodeArgsFor, type ServerlessConfig } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
 import { namespacedServiceAccount } from '../install.ts';
 import { serviceAccountOf } from '../rbac/credentials.ts';
@@ -33,6 +33,11 @@ export type ChartFunction = {
   /** serverless.yml's tideway.replicas: the plain replica count, and KEDA's maximum. */
   replicas: number;
   memoryMiB?: number;
+  /**
+   * Node's flags for that memory (nodeArgsFor), which the supervisor passes locally and a pod
+   * through NODE_OPTIONS: the image's entrypoint is the worker itself (docs/image.md).
+   */
+  nodeOptions?: string;
   terminationGracePeriodSeconds: number;
   serviceAccount: ScopedName;
   /** The durable consumer on the stream, whose lag KEDA scales on (event functions only). */
@@ -63,6 +68,7 @@ export const chartFunction = (name: string, fn: FunctionConfig): ChartFunction =
     service: fn.tideway.service,
     replicas: fn.tideway.replicas,
     ...(fn.memorySize ? { memoryMiB: fn.memorySize } : {}),
+    ...(nodeArgsFor(fn).length > 0 ? { nodeOptions: nodeArgsFor(fn).join(' ') } : {}),
     terminationGracePeriodSeconds: fn.timeout + GRACE_MARGIN_SECONDS,
     serviceAccount: { cluster: sa, namespaced: namespacedServiceAccount(sa, WATCH_NAMESPACE) },
     ...(fn.tideway.service

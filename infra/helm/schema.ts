@@ -30,11 +30,9 @@ const quantity = str('a Kubernetes quantity, like 50m or 1', { pattern: '^[0-9]+
 const functionOverrides = obj({
   enabled: bool('false: no Deployment, ServiceAccount or roles for this function'),
   replicas: int(0, 'replicas without KEDA (default: serverless.yml tideway.replicas)'),
-  memoryMiB: {
-    ...int(64, 'memory request and limit, MiB (default: serverless.yml memorySize)'),
-    maximum: 16_384,
-  },
-  resources: anyObject('the container resources, in place of those made from memoryMiB'),
+  resources: anyObject(
+    'in place of those made from serverless.yml memorySize (set NODE_OPTIONS in env to match)',
+  ),
   env: anyList('more environment variables (EnvVar objects), after the chart-wide env'),
   terminationGracePeriodSeconds: int(0, 'default: the function timeout plus a margin'),
   podAnnotations: anyObject('annotations of this function’s pods'),

@@ -5,7 +5,7 @@ import { GRACE_MARGIN_SECONDS } from '../../infra/helm/functions.ts';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
 import { ensureKedaCrds } from '../../infra/testbed/build/index.ts';
 import { STREAM } from '../../shared/events/subjects.ts';
-import { loadServerless } from '../../shared/runtime/config.ts';
+import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { helm, type Manifest, named, ofKind, render, sets } from './helm.ts';
@@ -105,7 +105,11 @@ describe("Tideway's Helm chart", () => {
           limits: { memory },
         });
         expect(envOf(d), name).toMatchObject({ TIDEWAY_FUNCTION: name, TIDEWAY_NAMESPACE: ns });
-        expect(containerOf(d).args).toEqual(['run', '$(TIDEWAY_FUNCTION)']);
+        expect(containerOf(d).args).toEqual(['$(TIDEWAY_FUNCTION)']);
+        // The heap for memorySize, as the supervisor sets it locally.
+        expect(envOf(d).NODE_OPTIONS, name).toBe(
+          nodeArgsFor(fn).length > 0 ? nodeArgsFor(fn).join(' ') : undefined,
+        );
         named(objects, 'ServiceAccount', `tideway-${name}`);
         expect(named(objects, 'PodDisruptionBudget', `tideway-${name}`).spec.selector).toEqual(
           d.spec.selector,
@@ -117,10 +121,25 @@ describe("Tideway's Helm chart", () => {
       });
     });
 
+    it("takes a function's own NODE_OPTIONS in place of the chart's, once", async () => {
+      const { objects } = await render(ns, {
+        'functions.backup.env[0].name': 'NODE_OPTIONS',
+        'functions.backup.env[0].value': '--max-old-space-size=900',
+      });
+      const env = containerOf(named(objects, 'Deployment', 'tideway-backup')).env as { name: string }[];
+      expect(env.filter((e) => e.name === 'NODE_OPTIONS')).toEqual([
+        { name: 'NODE_OPTIONS', value: '--max-old-space-size=900' },
+      ]);
+      expect(envOf(named(objects, 'Deployment', 'tideway-restore')).NODE_OPTIONS).toBe(
+        nodeArgsFor(config.functions.restore!).join(' '),
+      );
+    });
+
     it('runs every pod as non-root, read-only, without capabilities', async () => {
       const { objects } = await render(ns);
       for (const d of ofKind(objects, 'Deployment')) {
-        expect(d.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+        // The image's own user (docs/image.md).
+        expect(d.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
         expect(containerOf(d).securityContext).toEqual({
           allowPrivilegeEscalation: false,
           readOnlyRootFilesystem: true,
