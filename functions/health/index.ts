@@ -13,6 +13,7 @@ import { recordHistory } from '../../shared/rediscluster/promotion.ts';
 import { restoringNow } from '../../shared/rediscluster/restoring.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { backupFreshness } from './freshness.ts';
+import { askForPasswordRotation } from './password-drift.ts';
 
 /** Probes answer within this, or count as unreachable: a tick must not wait on a dead host. */
 const PROBE_TIMEOUT_MS = 1000;
@@ -30,6 +31,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   if (rc.metadata.deletionTimestamp || !hasFinalizer(rc) || !rc.status?.master) return done;
 
   const auth = await readAuth(ctx.kube, rc, false);
+  await askForPasswordRotation(ctx, rc, auth, event.source);
   // Every instance accepts the recorded password; one restarted with a stale file, an older one.
   const passwords = passwordsOf(auth);
   const password = auth.applied;

@@ -11,6 +11,8 @@ export const EventType = {
   restoreCompleted: 'dev.tideway.restore.completed',
   restoreFailed: 'dev.tideway.restore.failed',
   clusterFailover: 'dev.tideway.cluster.failover',
+  /** Health noticed what reconcile must act on and no watch reports (a new password). */
+  clusterReconcile: 'dev.tideway.cluster.reconcile',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
