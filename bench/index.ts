@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { acquireLock } from '../infra/testbed/lock.ts';
 import { startTestbed } from '../infra/testbed/testbed.ts';
 import { benchBackup } from './backup.ts';
 import { benchEventPath } from './event-path.ts';
@@ -15,6 +16,9 @@ const bed =
   values.only === 'restore' || values.only === 'backup'
     ? undefined
     : await startTestbed({ log: (m) => process.stderr.write(`${m}\n`) });
+// Their servers carry the test bed's marker and prefix, so a test bed starting beside them would
+// clear them as leftovers: hold the machine's test bed lock all the same (either fails fast).
+const releaseLock = bed ? undefined : await acquireLock();
 const testbed = () => {
   if (!bed) throw new Error('no test bed was started');
   return bed;
@@ -62,5 +66,6 @@ try {
     );
 } finally {
   await bed?.stop();
+  await releaseLock?.();
 }
 process.stdout.write(`\n${results.join('\n')}\n`);

@@ -18,27 +18,29 @@ const storeOf = (loaded: LoadedBackup): BackupStoreSpec | undefined =>
   loaded.backup.status?.store as BackupStoreSpec | undefined;
 
 /**
- * A deleted Backup: with deletionPolicy Delete its object, its manifest and any unfinished upload
- * of it go first, then the finalizer. A store that cannot be reached keeps the Backup (retried);
- * one that refuses for good (the Secret or bucket gone, the credentials revoked) is reported in a
- * Warning Event and the Backup goes: a deletion must not hang forever on what cannot change.
+ * A deleted Backup: any unfinished upload of it goes (a crashed attempt's parts are never worth
+ * keeping), then with deletionPolicy Delete its object and its manifest, then the finalizer. A
+ * store that cannot be reached keeps the Backup (retried); one that refuses for good (the Secret
+ * or bucket gone, the credentials revoked) is reported in a Warning Event and the Backup goes: a
+ * deletion must not hang forever on what cannot change.
  */
 export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
   const { backup } = loaded;
   if (!hasBackupFinalizer(backup)) return done;
-  if ((backup.spec.deletionPolicy ?? 'Delete') === 'Delete') {
-    const spec = storeOf(loaded);
-    if (spec) {
-      const keys = keysOf(loaded, spec);
-      try {
-        const { store } = await resolveStore({
-          kube: ctx.kube,
-          namespace: loaded.key.namespace,
-          spec,
-          withoutKey: true,
-        });
-        ctx.fence();
-        await store.abortUnfinished(keys.object);
+  const remove = (backup.spec.deletionPolicy ?? 'Delete') === 'Delete';
+  const spec = storeOf(loaded);
+  if (spec) {
+    const keys = keysOf(loaded, spec);
+    try {
+      const { store } = await resolveStore({
+        kube: ctx.kube,
+        namespace: loaded.key.namespace,
+        spec,
+        withoutKey: true,
+      });
+      ctx.fence();
+      await store.abortUnfinished(keys.object);
+      if (remove) {
         await store.delete(keys.object);
         await store.delete(keys.manifest);
         await recordEvents(ctx, loaded, undefined, {
@@ -46,25 +48,25 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
           reason: 'Deleted',
           note: `deleted ${store.url(keys.object)} and its manifest`,
         });
-      } catch (error) {
-        if (error instanceof StoreError && error.retry)
-          return retryAfter(5000, `ObjectNotDeleted: ${error.message}`);
-        // Anything not known to be final (an API error, say) is retried.
-        if ((error as { retry?: unknown }).retry !== false) throw error;
-        await recordEvents(ctx, loaded, undefined, {
-          type: 'Warning',
-          reason: 'ObjectNotDeleted',
-          note: `the stored object ${keys.object} could not be deleted and stays: ${(error as Error).message}`,
-        });
       }
+    } catch (error) {
+      if (error instanceof StoreError && error.retry)
+        return retryAfter(5000, `ObjectNotDeleted: ${error.message}`);
+      // Anything not known to be final (an API error, say) is retried.
+      if ((error as { retry?: unknown }).retry !== false) throw error;
+      await recordEvents(ctx, loaded, undefined, {
+        type: 'Warning',
+        reason: 'ObjectNotDeleted',
+        note: `the stored object ${keys.object} could not be ${remove ? 'deleted' : 'cleaned up'} and stays: ${(error as Error).message}`,
+      });
     }
-  } else {
+  }
+  if (!remove)
     await recordEvents(ctx, loaded, undefined, {
       type: 'Normal',
       reason: 'Retained',
       note: `deletionPolicy Retain: ${backup.status?.location ?? 'the stored object'} stays`,
     });
-  }
   ctx.fence();
   await setBackupFinalizers(
     ctx.kube,

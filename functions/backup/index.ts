@@ -12,6 +12,7 @@ import {
 } from '../../shared/backup/kube.ts';
 import { backupSources, noSourceReason, type SourcePreference } from '../../shared/backup/sources.ts';
 import { type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
+import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
@@ -27,6 +28,7 @@ import { failureOf } from './failure.ts';
 import { finalizeBackup } from './finalize.ts';
 import {
   announce,
+  CONDITION,
   completedStatus,
   type Failure,
   formatDuration,
@@ -35,12 +37,10 @@ import {
   recordMetrics,
   withCondition,
 } from './report.ts';
-import { keysOf, storeSpecOf, takeBackup } from './run.ts';
+import { ClusterBusyError, keysOf, storeSpecOf, takeBackup } from './run.ts';
 
 /** How long a Backup waits for its cluster to have an instance to take a snapshot from. */
 const SOURCE_WAIT_MS = 10 * 60_000;
-
-export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
 const iso = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z');
 const attemptsLimit = (env: HandlerContext['env']) => Math.max(1, Number(env.TIDEWAY_BACKUP_ATTEMPTS) || 5);
@@ -117,6 +117,25 @@ const abortPending = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<
     return rest;
   });
   return done;
+};
+
+/** The cluster's lock is held elsewhere before this attempt could start: look again shortly. */
+const clusterBusy = async (loaded: LoadedBackup, ctx: HandlerContext, error: ClusterBusyError) => {
+  const generation = loaded.backup.metadata.generation;
+  const ready = findCondition(loaded.backup.status?.conditions as Condition[] | undefined, CONDITION);
+  if (ready?.reason !== 'ClusterBusy') {
+    ctx.fence();
+    await loaded.writeStatus((s) =>
+      withCondition(
+        { ...s, phase: s.phase ?? 'Pending' },
+        'False',
+        { reason: 'ClusterBusy', message: `${error.message}; starting when it is free` },
+        generation,
+        ctx.clock(),
+      ),
+    );
+  }
+  return retryAfter(2000, 'ClusterBusy');
 };
 
 /**
@@ -212,34 +231,37 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       { resolved, key: keysOf(loaded, spec).object },
     );
   const started = status.startedAt ? new Date(status.startedAt) : now;
-  ctx.fence();
-  await writeStatus((s) =>
-    withCondition(
-      {
-        ...s,
-        phase: 'Running',
-        startedAt: iso(started),
-        attempts: attempt,
-        progress: { bytes: 0 },
-        store: spec,
-      },
-      'False',
-      { reason: 'Running', message: `attempt ${attempt} of ${max}` },
-      generation,
-      now,
-    ),
-  );
-
+  let counted = false;
   try {
     const t = await takeBackup({
       ctx,
       loaded,
       rc,
       passwords,
-      sources,
       spec,
       resolved,
       started,
+      // The store is recorded before anything is stored, for the finalizer to find it.
+      onStart: async () => {
+        ctx.fence();
+        await writeStatus((s) =>
+          withCondition(
+            {
+              ...s,
+              phase: 'Running',
+              startedAt: iso(started),
+              attempts: attempt,
+              progress: { bytes: 0 },
+              store: spec,
+            },
+            'False',
+            { reason: 'Running', message: `attempt ${attempt} of ${max}` },
+            generation,
+            ctx.clock(),
+          ),
+        );
+        counted = true;
+      },
       onSource: (source) =>
         writeStatus((s) => ({ ...s, source: source.pod, progress: { bytes: 0 } })).then(() => undefined),
       onProgress: async (bytes, total) => {
@@ -280,6 +302,8 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return done;
   } catch (error) {
     if (error instanceof LockLostError || ctx.signal.aborted) throw error;
+    // Not an attempt: nothing was tried. Said once, then waited for without a concurrency slot.
+    if (error instanceof ClusterBusyError && !counted) return clusterBusy(loaded, ctx, error);
     const f = failureOf(error);
     // Whatever an attempt of this Backup left in the store goes (a crash, an abort that failed).
     const unfinished = { resolved, key: keysOf(loaded, spec).object };

@@ -1,11 +1,12 @@
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { ENCRYPTION_FORMAT } from '../../shared/backup/encryption.ts';
 import { ConfigurationError } from '../../shared/backup/errors.ts';
-import type { LoadedBackup } from '../../shared/backup/kube.ts';
-import { backupKeys, clusterPrefix, type Manifest } from '../../shared/backup/manifest.ts';
+import { type LoadedBackup, readCluster } from '../../shared/backup/kube.ts';
+import { backupKeys, type Manifest } from '../../shared/backup/manifest.ts';
 import { type Stored, storeSnapshot } from '../../shared/backup/pipeline.ts';
 import { backupSources, type SourcePreference } from '../../shared/backup/sources.ts';
 import type { BackupStoreSpec, ResolvedStore } from '../../shared/backup/store-config.ts';
+import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { openSnapshot, SnapshotError } from '../../shared/redis/snapshot.ts';
 import { listPods } from '../../shared/rediscluster/kube.ts';
 import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
@@ -15,6 +16,8 @@ import { partSizes } from '../../shared/s3/part-size.ts';
 
 /** Sources tried in one attempt before it gives up (and the attempt is retried later). */
 const MAX_SOURCES_PER_ATTEMPT = 4;
+/** How long a running attempt waits for its cluster's lock to choose another source. */
+const LOCK_WAIT_MS = 30_000;
 const PROGRESS_EVERY_MS = 1000;
 
 export type Taken = Stored & {
@@ -46,11 +49,21 @@ export const keysOf = (loaded: LoadedBackup, spec: BackupStoreSpec) =>
     encrypted: !!spec.encryption?.secretName,
   });
 
+/** The first source could not be chosen: another run (reconcile, health, a restore) holds the cluster. */
+export class ClusterBusyError extends Error {
+  override readonly name = 'ClusterBusyError';
+  readonly retry = true;
+  readonly reason = 'ClusterBusy';
+}
+
 /**
- * One attempt: a snapshot of the best source streamed into the store, then its manifest. A source
- * lost mid-stream (failover, pod deleted) is dropped and the next one is tried, after a fresh look
- * at the cluster when the list runs out; the upload of the lost one was aborted. `sources` are
- * the ones found when the attempt was decided, `started` when it began.
+ * One attempt: a snapshot of the best source streamed into the store, then its manifest. Sources
+ * are chosen and their snapshots opened under the cluster's lock, so the choice never interleaves
+ * with a failover or a rollout, and the data is fixed there (the source has forked once its
+ * header arrives); the stream itself runs without it, so health and reconcile go on beside a
+ * backup of any length. A source lost mid-stream (failover, pod deleted) is dropped and the next
+ * one is chosen the same way; the upload of the lost one was aborted. `onStart` is called once,
+ * under the lock, before anything is stored: the attempt starts there.
  */
 export const takeBackup = async (o: {
   ctx: HandlerContext;
@@ -58,10 +71,10 @@ export const takeBackup = async (o: {
   rc: RedisCluster;
   /** The cluster's passwords; each instance says which one it took (Instance.password). */
   passwords: readonly string[];
-  sources: Instance[];
   spec: BackupStoreSpec;
   resolved: ResolvedStore;
   started: Date;
+  onStart: () => Promise<void>;
   /** Called when a source starts streaming, and with progress (throttled). */
   onSource: (source: Instance) => Promise<void>;
   onProgress: (bytes: number, total: number | undefined) => Promise<void>;
@@ -70,41 +83,69 @@ export const takeBackup = async (o: {
   const { ctx, loaded, rc, resolved } = o;
   const keys = keysOf(loaded, o.spec);
   const preference = (loaded.backup.spec.source ?? 'prefer-replica') as SourcePreference;
-  // Under the cluster's lock no other backup of this cluster runs: anything unfinished under its
-  // prefix is left over (a crash, an abort that could not reach the store). Also the first
-  // request, so a missing bucket or wrong credentials fail here, before any snapshot is taken.
-  await resolved.store.abortUnfinished(
-    clusterPrefix(resolved.prefix, loaded.key.namespace, rc.metadata.name),
-  );
+  const clusterKey = objectKeyOf({
+    kind: 'RedisCluster',
+    namespace: loaded.key.namespace,
+    name: rc.metadata.name,
+  });
   const maxRate = Number(ctx.env.TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND ?? '') || undefined;
 
   const tried = new Set<string>();
-  let queue = o.sources;
   let lastError: SnapshotError | undefined;
-  while (tried.size < MAX_SOURCES_PER_ATTEMPT) {
-    const source = queue.find((i) => !tried.has(i.pod));
-    if (!source) {
-      if (queue !== o.sources || !lastError) break;
-      // Every source found at first was lost: the cluster may have moved on (a new pod, a failover).
-      const pods = await listPods(ctx.kube, rc);
-      queue = backupSources(await probeInstances(rc.metadata.name, pods, o.passwords), {
-        source: preference,
-        master: rc.status?.master,
-      });
-      continue;
+  /** Under the cluster's lock: the next source not tried yet, with its snapshot open. */
+  const openNext = () =>
+    ctx.withLock(clusterKey, { waitMs: tried.size === 0 ? 0 : LOCK_WAIT_MS }, async () => {
+      const now = (await readCluster(ctx.kube, loaded.key.namespace, rc.metadata.name)) ?? rc;
+      const instances = await probeInstances(now.metadata.name, await listPods(ctx.kube, now), o.passwords);
+      for (const source of backupSources(instances, { source: preference, master: now.status?.master })) {
+        if (tried.has(source.pod) || tried.size >= MAX_SOURCES_PER_ATTEMPT) continue;
+        if (tried.size === 0) {
+          await o.onStart();
+          // This Backup's runs are serialized by its lock: an upload of its key that is still
+          // open is left over (a crash, an abort that could not reach the store). Also the first
+          // request, so a missing bucket or wrong credentials fail before any snapshot is taken.
+          await resolved.store.abortUnfinished(keys.object);
+        }
+        tried.add(source.pod);
+        ctx.fence();
+        await o.onSource(source);
+        try {
+          const snap = await openSnapshot({
+            host: source.ip ?? '',
+            port: REDIS_PORT,
+            password: o.passwords[source.password ?? 0] ?? '',
+            // The run's, not the lock's: the stream outlives this lock.
+            signal: ctx.signal,
+          });
+          return { source, snap };
+        } catch (error) {
+          if (!(error instanceof SnapshotError) || ctx.signal.aborted) throw error;
+          lastError = error;
+          await o.onSourceLost(source, error);
+        }
+      }
+      return undefined;
+    });
+
+  for (;;) {
+    const next = await openNext();
+    if (!next) {
+      const message = `RedisCluster ${rc.metadata.name} is busy (a reconcile, a failover or a restore holds its lock)`;
+      if (tried.size === 0) throw new ClusterBusyError(message);
+      throw new SnapshotError(
+        'ClusterBusy',
+        `${message}; no other source could be chosen within ${LOCK_WAIT_MS / 1000}s`,
+      );
     }
-    tried.add(source.pod);
-    ctx.fence();
-    await o.onSource(source);
+    if (!next.value)
+      throw (
+        lastError ??
+        new SnapshotError('NoSource', `no instance of RedisCluster ${rc.metadata.name} can serve a snapshot`)
+      );
+    const { source, snap } = next.value;
     let lastWrite = 0;
     let writing: Promise<void> | undefined;
     try {
-      const snap = await openSnapshot({
-        host: source.ip ?? '',
-        port: REDIS_PORT,
-        password: o.passwords[source.password ?? 0] ?? '',
-        signal: ctx.signal,
-      });
       const total = snap.header.size;
       const stored = await storeSnapshot({
         rdb: snap.rdb,
@@ -167,8 +208,4 @@ export const takeBackup = async (o: {
       await o.onSourceLost(source, error);
     }
   }
-  throw (
-    lastError ??
-    new SnapshotError('NoSource', `no instance of RedisCluster ${rc.metadata.name} can serve a snapshot`)
-  );
 };

@@ -148,9 +148,9 @@ const safetyStore = async (run: Run): Promise<BackupStoreSpec | undefined> => {
 };
 
 /**
- * SafetyBackup: a Backup of the current data, made by the backup function under the same cluster
- * lock — so this run makes it and lets go, and looks again later (waiting for it while holding
- * the lock would wait forever). A failed safety backup fails the restore before any data is
+ * SafetyBackup: a Backup of the current data, made by the backup function, which takes this
+ * cluster's lock to choose its source — so this run makes it and lets go, and looks again later
+ * (waiting for it while holding the lock would wait forever). A failed safety backup fails the restore before any data is
  * touched.
  */
 export const safetyBackup = async (run: Run): Promise<Outcome> => {

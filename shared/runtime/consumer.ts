@@ -6,9 +6,17 @@ import { filterSubject, objectKeyOf, STREAM } from '../events/subjects.ts';
 import { boundedKubeConfig } from '../kube/timeouts.ts';
 import { backoffMs } from './backoff.ts';
 import { ackWaitMsOf, type FunctionConfig, toMs } from './config.ts';
-import { type Deps, type Handler, type LockKey, LockLostError, type Outcome, toOutcome } from './handler.ts';
+import {
+  type Deps,
+  type Handler,
+  type HandlerContext,
+  type LockKey,
+  LockLostError,
+  type Outcome,
+  toOutcome,
+} from './handler.ts';
 import { keyedScheduler, type Slot } from './keyed-scheduler.ts';
-import type { ObjectLocks } from './object-lock.ts';
+import { LockAbortedError, type LockLease, type ObjectLocks } from './object-lock.ts';
 import { reportFailure } from './report.ts';
 
 export type ConsumerOptions = {
@@ -180,6 +188,35 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
     const signal = AbortSignal.any([timeout, lease.lost, shutdown.signal]);
     const started = performance.now();
     let stuck: NodeJS.Timeout | undefined;
+    // Other objects' locks the run holds for a while (withLock): fence() checks them too.
+    const also = new Map<string, LockLease>();
+    const fence = () => {
+      if (!lease.held()) throw new LockLostError(`lost the lock of ${key}; not acting on a stale decision`);
+      for (const [k, l] of also)
+        if (!l.held()) throw new LockLostError(`lost the lock of ${k}; not acting on a stale decision`);
+      if (signal.aborted) throw signal.reason;
+    };
+    const withLock: HandlerContext['withLock'] = async (other, { waitMs }, fn) => {
+      if (other === key || also.has(other)) return { value: await fn(signal) };
+      const inner =
+        (await o.locks.tryAcquire(other)) ??
+        (waitMs > 0
+          ? await o.locks
+              .acquire(other, { signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs)]) })
+              .catch((error: unknown) => {
+                if (error instanceof LockAbortedError && !signal.aborted) return undefined;
+                throw error;
+              })
+          : undefined);
+      if (!inner) return undefined;
+      also.set(other, inner);
+      try {
+        return { value: await fn(AbortSignal.any([signal, inner.lost])) };
+      } finally {
+        also.delete(other);
+        await inner.release();
+      }
+    };
     try {
       const run = o.handler(event, {
         ...deps,
@@ -190,12 +227,9 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         attempt,
         maxAttempts: fn.maximumRetryAttempts,
         signal,
-        fence: () => {
-          if (!lease.held())
-            throw new LockLostError(`lost the lock of ${key}; not acting on a stale decision`);
-          if (signal.aborted) throw signal.reason;
-        },
+        fence,
         lockToken: () => lease.token(),
+        withLock,
       });
       // The lock is held until the handler really ends, even past its timeout: releasing it early
       // would let another replica work on the same object at the same time.

@@ -74,6 +74,17 @@ export type HandlerContext = Deps & {
   readonly fence: () => void;
   /** The lock's fencing token: it grows with every renewal and with every new holder. */
   readonly lockToken: () => number;
+  /**
+   * Runs `fn` while this run also holds another object's lock (a Backup's cluster, say): taken at
+   * once if free, else waited for up to `waitMs` (a wait holds this run's concurrency slot: keep
+   * it short, and prefer retryAfter). Undefined, without running fn, when the lock was not had.
+   * Inside fn, fence() also checks that lock, and fn's signal aborts when either is lost.
+   */
+  readonly withLock: <T>(
+    key: string,
+    o: { waitMs: number },
+    fn: (signal: AbortSignal) => Promise<T>,
+  ) => Promise<{ value: T } | undefined>;
 };
 
 /** The object lock ran out (a stall, a lost connection): stop; another replica redoes the work. */
@@ -90,8 +101,9 @@ export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promi
  * What a run on `event` locks, if not the event's own object: a handler module may export it as
  * `lockKey` next to its handler. The runtime then runs at most one handler per key at a time, in
  * each process (keyed scheduler) and across replicas (object lock), and fence()/lockToken() are
- * that lock's. E.g. a Backup's handler locks its RedisCluster, to serialize with reconcile and
+ * that lock's. E.g. a Restore's handler locks its RedisCluster, to serialize with reconcile and
  * health: `objectKeyOf({ kind: 'RedisCluster', namespace, name: cluster })` (events/subjects.ts).
+ * A run that needs another object's lock for part of its work only uses ctx.withLock instead.
  * Pure and fast: it runs for every delivery, before the handler. Throwing fails the delivery
  * for good (reason InvalidLockKey), as an event it cannot place would never get better.
  */
