@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
+import { namespacedServiceAccount } from '../shared/runtime/identity.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const RBAC_DIR = join(root, 'infra', 'rbac');
@@ -16,9 +17,8 @@ const SCOPE = 'tideway.dev/scope';
 /** Marks what a namespaced installation made, by the namespace it serves. */
 export const WATCH_NAMESPACE_LABEL = 'tideway.dev/watch-namespace';
 
-/** The ServiceAccount a function runs as in the installation for `namespace` (see namespacedRbac). */
-export const namespacedServiceAccount = (serviceAccount: string, namespace: string) =>
-  `${serviceAccount}-ns-${namespace}`;
+// The ServiceAccount a function runs as in the installation for `namespace` (see namespacedRbac).
+export { namespacedServiceAccount };
 
 type Meta = {
   name: string;

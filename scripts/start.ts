@@ -29,8 +29,14 @@ await runTestbedForeground({
     admin.loadFromFile(bed.kubeconfig);
     const kubeconfigs: Record<string, string> = {};
     const dir = join(root, '.tideway', 'local', 'kube');
-    for (const fn of Object.keys(config.functions))
-      if (rbacManifestOf(fn)) kubeconfigs[fn] = await writeFunctionKubeconfig({ admin, fn, dir });
+    for (const fn of Object.keys(config.functions)) {
+      // Fail closed: a function without roles of its own is not started with the admin's.
+      if (!rbacManifestOf(fn))
+        throw new Error(
+          `function ${fn} has no roles: infra/rbac/${fn}.yaml is missing. Every function runs as its own ServiceAccount with least privilege; add the file (see docs/architecture.md)`,
+        );
+      kubeconfigs[fn] = await writeFunctionKubeconfig({ admin, fn, dir });
+    }
     const log = createLogger({ component: 'tideway-start' });
     tokens = keepTokensFresh({
       admin,
@@ -45,7 +51,7 @@ await runTestbedForeground({
       config,
       env,
       envFor: (fn) => ({
-        ...(kubeconfigs[fn] ? { KUBECONFIG: kubeconfigs[fn] } : {}),
+        KUBECONFIG: kubeconfigs[fn] ?? '',
         ...(fn === 'webhook' ? webhook?.env : {}),
         // The restore feed listens where the pods reach this host: the test bed's bridge address.
         ...(fn === 'restore' ? { TIDEWAY_RESTORE_FEED_HOST: bed.network.hostIp } : {}),

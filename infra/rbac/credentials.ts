@@ -9,7 +9,9 @@ import { SYSTEM_NAMESPACE } from '../install.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-export const serviceAccountOf = (fn: string) => `tideway-${fn}`;
+import { serviceAccountOf } from '../../shared/runtime/identity.ts';
+
+export { serviceAccountOf };
 /** The manifest granting a function its rights, if it has one (product functions do). */
 export const rbacManifestOf = (fn: string) => {
   const file = resolve(here, `${fn}.yaml`);

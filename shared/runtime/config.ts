@@ -75,6 +75,12 @@ const zFunction = z.strictObject({
         .string()
         .regex(/^[A-Z][A-Za-z]*$/)
         .default('Reconciled'),
+      /**
+       * Who the function must be before it acts: `own` (its own ServiceAccount, not cluster-admin;
+       * shared/runtime/identity.ts) for every product function; `any` only for test and bench
+       * fixtures that run with the test bed's admin kubeconfig.
+       */
+      identity: z.enum(['own', 'any']).default('own'),
     })
     .prefault({}),
 });

@@ -8,6 +8,7 @@ import { ensureStream } from '../bus/stream.ts';
 import { zNamespaceName } from '../kube/names.ts';
 import { loadServerless } from './config.ts';
 import type { Deps, Handler, Service } from './handler.ts';
+import { checkIdentity } from './identity.ts';
 import { loadExport, loadLockKey } from './load-handler.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
@@ -63,6 +64,23 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
       `${file} defines no function ${name}; it has ${Object.keys(config.functions).join(', ')}`,
     );
   const entry = await loadExport(file, fn.handler);
+  if (fn.tideway.identity === 'own') {
+    // Fail closed: never act as anyone but the function's own ServiceAccount (not cluster-admin).
+    const { kubeHttp } = await import('../kube/lite/http.ts');
+    const { loadKubeConnection } = await import('../kube/lite/connection.ts');
+    try {
+      const user = await checkIdentity(kubeHttp(loadKubeConnection(env)), name, {
+        watchNamespace: e.TIDEWAY_WATCH_NAMESPACE,
+      });
+      log.info('identity', { user });
+    } catch (error) {
+      log.error('not starting', {
+        reason: (error as { name?: string }).name,
+        error: (error as Error).message,
+      });
+      process.exit(78);
+    }
+  }
 
   const metrics = createMetrics({
     tideway_events_received_total: 'Events delivered to this function',

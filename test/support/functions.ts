@@ -14,6 +14,8 @@ export type Worker = {
   /** SIGTERM and wait: a graceful stop. */
   stop(): Promise<void>;
   readonly output: () => string;
+  /** null while it runs. */
+  readonly exitCode: () => number | null;
 };
 
 /** One replica of a function as its own process, as `tideway run` would start it. */
@@ -25,9 +27,9 @@ export const spawnWorker = (
   const child: ChildProcess = spawn(process.execPath, [join(root, 'shared', 'runtime', 'worker.ts'), fn], {
     env: {
       ...process.env,
+      TIDEWAY_LOG_LEVEL: 'warn',
       ...env,
       TIDEWAY_SERVERLESS: serverless,
-      TIDEWAY_LOG_LEVEL: 'warn',
       // The test process is its supervisor: a worker a crashed or timed-out test run leaves
       // behind stops by itself instead of consuming the next test's events.
       TIDEWAY_SUPERVISOR_PID: String(process.pid),
@@ -53,6 +55,7 @@ export const spawnWorker = (
       await exited;
     },
     output: () => output,
+    exitCode: () => child.exitCode,
   };
 };
 
