@@ -3,12 +3,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { GRACE_MARGIN_SECONDS } from '../../infra/helm/functions.ts';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
-import { ensureKedaCrds } from '../../infra/testbed/build/index.ts';
 import { STREAM } from '../../shared/events/subjects.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { helm, type Manifest, named, ofKind, render, sets } from './helm.ts';
+import { installKedaCrds } from './keda-operator.ts';
 
 const ROOT = join(CHART_DIR, '..', '..', '..');
 const config = await loadServerless(join(ROOT, 'serverless.yml'));
@@ -43,9 +43,7 @@ describe("Tideway's Helm chart", () => {
     ns = await createNamespace(b.core, 'helm');
     served = [await createNamespace(b.core, 'helm-a'), await createNamespace(b.core, 'helm-b')];
     // KEDA's CRDs at its pin, for the ScaledObjects (from its module; KEDA itself is not needed).
-    const crds = await ensureKedaCrds((m) => process.stderr.write(`${m}\n`));
-    await b.kubectl('apply', '--server-side', '--field-manager=tideway-tests', '-f', crds);
-    await b.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/scaledobjects.keda.sh');
+    await installKedaCrds(b);
   });
 
   describe('helm lint', () => {

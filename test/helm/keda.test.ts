@@ -1,0 +1,134 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { CHART_DIR } from '../../infra/helm/generate.ts';
+import { ensureGoBinaries } from '../../infra/testbed/build/ensure.ts';
+import { type Bus, connectBus } from '../../shared/bus/connect.ts';
+import { ensureStream } from '../../shared/bus/stream.ts';
+import { filterSubject, STREAM, subjectFor } from '../../shared/events/subjects.ts';
+import { EventType } from '../../shared/events/types.ts';
+import { loadServerless } from '../../shared/runtime/config.ts';
+import { consumerName } from '../../shared/runtime/consumer.ts';
+import { bed, createNamespace, until } from '../support/bed.ts';
+import { named, render } from './helm.ts';
+import {
+  installKedaCrds,
+  type KedaOperator,
+  natsMonitoringEndpoint,
+  startKedaOperator,
+} from './keda-operator.ts';
+
+const log = (m: string) => process.stderr.write(`${m}\n`);
+const FN = 'reconcile';
+
+/**
+ * Issue 14 item 6, as far as it goes without Tideway's image running: the chart's ScaledObject for
+ * an event function, given to the real KEDA operator (built at its pin) with the test bed's NATS,
+ * takes the function to zero while its consumer has no lag, to one when events wait, and back.
+ * The pods are a stand-in (the image does not run on the test bed yet): KEDA scales the
+ * Deployment, whatever its pods run.
+ */
+describe('KEDA scales an event function on its consumer, from the chart', () => {
+  const b = bed();
+  let ns = '';
+  let kedaNs = '';
+  let dir = '';
+  let bus: Bus | undefined;
+  let keda: KedaOperator | undefined;
+  let initial = -1;
+  const replicas = async () =>
+    Number(
+      await b.kubectl('get', 'deploy', `tideway-${FN}-ns-${ns}`, '-n', ns, '-o', 'jsonpath={.spec.replicas}'),
+    );
+  const atReplicas = (n: number) => async () => ((await replicas()) === n ? true : undefined);
+
+  beforeAll(async () => {
+    // Cached after the first build; cold, it takes minutes (docs/helm.md).
+    await ensureGoBinaries(log, { keda: true });
+    await installKedaCrds(b);
+    ns = await createNamespace(b.core, 'keda-fn');
+    kedaNs = await createNamespace(b.core, 'keda');
+    dir = await mkdtemp(join(tmpdir(), 'tideway-keda-'));
+
+    // Serving this namespace only: its own consumer, which no other test's functions touch.
+    const config = await loadServerless(join(CHART_DIR, '..', '..', '..', 'serverless.yml'));
+    const fn = config.functions[FN];
+    if (!fn) throw new Error(`serverless.yml has no ${FN}`);
+    bus = await connectBus(b.info.natsUrl, 'keda-test');
+    await ensureStream(bus.jsm);
+    // The consumer as the function's first pod makes it (shared/runtime/consumer.ts).
+    await bus.jsm.consumers.add(STREAM, {
+      durable_name: consumerName(FN, ns),
+      filter_subjects: fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind, ns)),
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+    });
+
+    const { objects } = await render(ns, {
+      'keda.enabled': 'true',
+      'watchNamespaces[0]': ns,
+      'nats.monitoringEndpoint': natsMonitoringEndpoint(b.info),
+      'keda.pollingInterval': '1',
+      'keda.cooldownPeriod': '5',
+      'keda.initialCooldownPeriod': '5',
+    });
+    const deployment = named(objects, 'Deployment', `tideway-${FN}-ns-${ns}`);
+    const pod = deployment.spec.template.spec;
+    pod.containers = [{ name: FN, image: 'redis:7.0', args: ['redis-server', '--port', '0'] }];
+    pod.serviceAccountName = 'default';
+    delete pod.securityContext;
+    const scaled = named(objects, 'ScaledObject', `tideway-${FN}-ns-${ns}`);
+    await b.kubectlIn([deployment, scaled].map((o) => stringify(o)).join('---\n'), 'apply', '-f', '-');
+    initial = await replicas();
+    keda = startKedaOperator({ info: b.info, watchNamespace: ns, objectNamespace: kedaNs, dir });
+  }, 45 * 60_000);
+
+  afterAll(async () => {
+    await keda?.stop();
+    await bus?.jsm.consumers.delete(STREAM, consumerName(FN, ns)).catch(() => undefined);
+    await bus?.close();
+    for (const n of [ns, kedaNs]) if (n) await b.core.deleteNamespace({ name: n }).catch(() => undefined);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts with one pod (it makes the consumer), then goes to zero while nothing waits', async () => {
+    // The chart leaves replicas to KEDA: the API server's default, one.
+    expect(initial).toBe(1);
+    await until('the Deployment at 0 replicas', atReplicas(0), 90_000).catch((error) => {
+      throw new Error(`${error}\nKEDA:\n${keda?.output().slice(-5000)}`);
+    });
+  });
+
+  it('goes to one pod when events wait, and back to zero once they are settled', async () => {
+    if (!bus) throw new Error('no bus');
+    for (let i = 0; i < 3; i++)
+      await bus.js.publish(
+        subjectFor(EventType.updated, { kind: 'RedisCluster', namespace: ns, name: `c${i}` }),
+        '{}',
+      );
+    await until('the Deployment at 1 replica', atReplicas(1), 60_000);
+    const active = await b.kubectl(
+      'get',
+      'scaledobject',
+      `tideway-${FN}-ns-${ns}`,
+      '-n',
+      ns,
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Active")].status}',
+    );
+    expect(active).toBe('True');
+
+    const consumer = await bus.js.consumers.get(STREAM, consumerName(FN, ns));
+    let settled = 0;
+    for await (const m of await consumer.fetch({ max_messages: 3, expires: 5000 })) {
+      m.ack();
+      settled++;
+    }
+    expect(settled).toBe(3);
+    await until('the Deployment back at 0 replicas', atReplicas(0), 90_000);
+    expect(keda?.exitCode()).toBeNull();
+  });
+});
