@@ -72,6 +72,10 @@ export const failRestore = async (
   const source = restore.status?.source ?? '';
   const safetyBackup = restore.status?.safetyBackup;
   const now = run.ctx.clock();
+  // The cluster first: a crash between the two leaves a Restore that is not finished yet (its
+  // next run ends it again), never a finished one whose cluster still says Restoring.
+  if (f.marked)
+    await endRestoring(run, phase === 'RolledBack' ? 'RolledBack' : 'RestoreFailed', message, f.history);
   run.ctx.fence();
   await run.loaded.writeStatus((s) =>
     withConditions(
@@ -96,8 +100,6 @@ export const failRestore = async (
       now,
     ),
   );
-  if (f.marked)
-    await endRestoring(run, phase === 'RolledBack' ? 'RolledBack' : 'RestoreFailed', message, f.history);
   run.ctx.log.warn('restore failed', { reason: f.reason, message, phase, data: f.data });
   await recordEvent(
     run,
@@ -146,6 +148,8 @@ export const completeRestore = async (
   const tries =
     o.attempt > 1 ? ` on load ${o.attempt} (the loads before were interrupted and changed nothing)` : '';
   const message = `${o.keys} keys of ${source} loaded into ${restore.status?.safetyBackup ? `the master (safety backup ${restore.status.safetyBackup}) ` : 'the master '}${took ? `in ${took}` : ''}${tries}; ${o.sync}`;
+  // The cluster's history first (see failRestore).
+  await endRestoring(run, 'Restored', `restored ${source}: ${o.sync}`, o.history);
   run.ctx.fence();
   await run.loaded.writeStatus((s) => {
     const { error: _e, ...rest } = s;
@@ -166,7 +170,6 @@ export const completeRestore = async (
       now,
     );
   });
-  await endRestoring(run, 'Restored', `restored ${source}: ${o.sync}`, o.history);
   run.ctx.log.info('restore completed', { source, keys: o.keys, rdbBytes: o.rdbBytes });
   await recordEvent(run, { type: 'Normal', reason: 'Completed', note: message }, { cluster: true });
   await publishOutcome(run, 'completed', {
