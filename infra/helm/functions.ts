@@ -1,8 +1,7 @@
 import { STREAM } from '../../shared/events/subjects.ts';
 import { type FunctionConfig, nodeArgsFor, type ServerlessConfig } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
-import { namespacedServiceAccount } from '../install.ts';
-import { serviceAccountOf } from '../rbac/credentials.ts';
+import { namespacedServiceAccount, serviceAccountOf } from '../../shared/runtime/identity.ts';
 
 /**
  * Stands for a served namespace (values `watchNamespaces`) in the names of a namespaced

@@ -1,5 +1,5 @@
+import { serviceAccountOf } from '../../shared/runtime/identity.ts';
 import { namespacedRbac, type RbacDoc, SYSTEM_NAMESPACE } from '../install.ts';
-import { serviceAccountOf } from '../rbac/credentials.ts';
 import { WATCH_NAMESPACE } from './functions.ts';
 
 /** Stands for the release's namespace, where infra/rbac says tideway-system. */
