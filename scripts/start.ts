@@ -49,7 +49,8 @@ await runTestbedForeground({
     functions = startFunctions({
       serverlessFile,
       config,
-      env,
+      // Ctrl-C stops every function within this (in-flight work is redone on the next start).
+      env: { ...env, TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS: '10' },
       envFor: (fn) => ({
         KUBECONFIG: kubeconfigs[fn] ?? '',
         ...(fn === 'webhook' ? webhook?.env : {}),

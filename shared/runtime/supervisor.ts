@@ -37,6 +37,11 @@ export const startFunctions = (o: {
   }
   const procs = new Map<string, ChildProcess>();
   let stopping = false;
+  // The workers' grace period (worker.ts reads the same variable): they exit before it ends.
+  const graceMs =
+    (Number(
+      o.env?.TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS ?? process.env.TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS,
+    ) || 30) * 1000;
 
   const launch = (fn: string, replica: number, failures = 0) => {
     const id = `${fn}/${replica}`;
@@ -84,7 +89,8 @@ export const startFunctions = (o: {
         if (p.exitCode !== null || p.signalCode !== null) return;
         const gone = once(p, 'exit');
         p.kill('SIGTERM');
-        const timer = setTimeout(() => p.kill('SIGKILL'), 90_000);
+        // As a kubelet does: SIGKILL once the grace period is over (workers exit before it).
+        const timer = setTimeout(() => p.kill('SIGKILL'), graceMs);
         await gone;
         clearTimeout(timer);
       });

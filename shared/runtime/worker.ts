@@ -14,6 +14,7 @@ import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { objectLocks } from './object-lock.ts';
 import { startOpsServer } from './ops-server.ts';
+import { stopBudget } from './stop-budget.ts';
 
 const zEnv = z.object({
   NATS_URL: z.string().min(1, 'NATS_URL is required (e.g. nats://127.0.0.1:4222)'),
@@ -24,6 +25,11 @@ const zEnv = z.object({
   TIDEWAY_SUPERVISOR_PID: z.coerce.number().int().positive().optional(),
   /** One namespace only: the watcher watches it, handler functions consume only its events. */
   TIDEWAY_WATCH_NAMESPACE: zNamespaceName.optional(),
+  /**
+   * Seconds between SIGTERM and the SIGKILL that follows it (the pod's
+   * terminationGracePeriodSeconds; Kubernetes' default): the whole stop fits in it.
+   */
+  TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS: z.coerce.number().int().min(2).max(3600).default(30),
 });
 
 /**
@@ -131,14 +137,16 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
    * Drain, then exit. Bounded: with NATS or the API server gone, closing can wait forever, and a
    * worker must never outlive its reason to run. Without a supervisor nobody waits for the drain.
    */
-  const shutdown = async (signal: string, drainMs = fn.timeout * 1000) => {
+  const budget = stopBudget(e.TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS, fn.timeout);
+  const shutdown = async (signal: string, drainMs = budget.drainMs) => {
     if (stopping) return;
     stopping = true;
     log.info('draining', { signal, drainMs });
+    // Before the SIGKILL: a handler that ignores cancellation must not take the stop past it.
     setTimeout(() => {
       log.error('shutdown did not finish in time; exiting', { signal });
       process.exit(1);
-    }, drainMs + 10_000).unref();
+    }, budget.exitMs).unref();
     await stop(drainMs).catch((error: unknown) => log.error('stop failed', { error }));
     await bus.close();
     await ops.close();
@@ -147,7 +155,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  onSupervisorGone = () => void shutdown('supervisor gone', 5000);
+  onSupervisorGone = () => void shutdown('supervisor gone', Math.min(5000, budget.drainMs));
 };
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -92,9 +92,22 @@ describe('test bed lifecycle', () => {
         60_000,
         500,
       );
+      // Work in flight when Ctrl-C comes: a cluster being created.
+      kubectl(
+        `printf '%s' '{"apiVersion":"tideway.dev/v1alpha1","kind":"RedisCluster","metadata":{"name":"inflight","namespace":"default"},"spec":{"replicas":3}}' | kubectl apply -f -`,
+      );
+      await until(
+        'its StatefulSet',
+        async () => kubectl('kubectl get statefulset inflight -o name 2>/dev/null || true') || undefined,
+        60_000,
+        200,
+      );
     } finally {
+      const stopAt = performance.now();
       child.kill('SIGINT');
       expect(await exited, stderr.slice(-2000)).toBe(0);
+      // Issue 14: gone within 15 s of Ctrl-C, functions (grace 10 s) and the test bed.
+      expect(performance.now() - stopAt, stderr.slice(-2000)).toBeLessThan(15_000);
     }
     expect(existsSync(envFile)).toBe(false);
     // The functions' ServiceAccount tokens go with the cluster.
