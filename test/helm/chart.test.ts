@@ -102,7 +102,14 @@ describe("Tideway's Helm chart", () => {
           requests: { cpu: '50m', memory },
           limits: { memory },
         });
-        expect(envOf(d), name).toMatchObject({ TIDEWAY_FUNCTION: name, TIDEWAY_NAMESPACE: ns });
+        expect(envOf(d), name).toMatchObject({
+          TIDEWAY_FUNCTION: name,
+          TIDEWAY_NAMESPACE: ns,
+          // The worker's stop fits in the pod's grace period only if it knows it.
+          TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS: String(
+            d.spec.template.spec.terminationGracePeriodSeconds,
+          ),
+        });
         expect(containerOf(d).args).toEqual(['$(TIDEWAY_FUNCTION)']);
         // The heap for memorySize, as the supervisor sets it locally.
         expect(envOf(d).NODE_OPTIONS, name).toBe(
