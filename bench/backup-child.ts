@@ -6,7 +6,9 @@ import { partSizes } from '../shared/s3/part-size.ts';
 import { s3Store } from '../shared/s3/store.ts';
 
 // One backup through the product's data path (shared/redis/snapshot + shared/backup/pipeline +
-// shared/s3) in a process of its own, so its peak RSS is the data path's alone. Prints JSON.
+// shared/s3) in a process of its own, so its peak RSS is the data path's alone. With --function,
+// the backup function's other modules are loaded first (its handler, the Kubernetes client, the
+// bus), as in the function's own process. Prints JSON.
 const { values } = parseArgs({
   options: {
     host: { type: 'string', default: '127.0.0.1' },
@@ -14,8 +16,18 @@ const { values } = parseArgs({
     key: { type: 'string' },
     compression: { type: 'string', default: 'zstd' },
     encrypt: { type: 'boolean', default: false },
+    function: { type: 'boolean', default: false },
   },
 });
+if (values.function)
+  await Promise.all([
+    import('../functions/backup/index.ts'),
+    import('@kubernetes/client-node'),
+    import('../shared/bus/connect.ts'),
+    import('../shared/bus/publisher.ts'),
+    import('../shared/runtime/metrics.ts'),
+    import('../shared/runtime/ops-server.ts'),
+  ]);
 const env = process.env;
 const store = s3Store({
   bucket: env.BENCH_S3_BUCKET ?? '',
@@ -28,7 +40,7 @@ const store = s3Store({
   },
   credentialsName: 'bench',
 });
-// What the process holds before any byte flows: code (the SDK, the runtime), no data.
+// What the process holds before any byte flows: code (the runtime, the client), no data.
 const rssBeforeKiB = Math.round(process.memoryUsage.rss() / 1024);
 const started = performance.now();
 const snap = await openSnapshot({ host: values.host, port: Number(values.port) });

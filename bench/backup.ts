@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -14,16 +14,28 @@ import { root } from './support.ts';
 const MiB = 1024 * 1024;
 const run = promisify(execFile);
 
-/** Wall time (s) and peak RSS (KiB) of a command, by GNU time; its stdout and stderr. */
+/** Wall time (s), peak RSS (KiB) and CPU time (s) of a command, by GNU time; its stdout and stderr. */
 const timed = async (cmd: string, args: string[], env: Record<string, string> = {}) => {
-  const { stdout, stderr } = await run('/usr/bin/time', ['-f', 'TIME %e %M', cmd, ...args], {
+  const { stdout, stderr } = await run('/usr/bin/time', ['-f', 'TIME %e %M %U %S', cmd, ...args], {
     env: { ...process.env, ...env },
     maxBuffer: 16 * MiB,
   }).catch((e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }));
-  const m = /TIME ([\d.]+) (\d+)/.exec(stderr);
+  const m = /TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
   if (!m) throw new Error(`no timing from ${cmd}: ${stderr.slice(-500)}`);
-  return { seconds: Number(m[1]), peakMiB: Number(m[2]) / 1024, stdout, stderr };
+  return {
+    seconds: Number(m[1]),
+    peakMiB: Number(m[2]) / 1024,
+    cpu: Number(m[3]) + Number(m[4]),
+    stdout,
+    stderr,
+  };
 };
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? (s[s.length >> 1] ?? 0) : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
+};
+const load = () => loadavg()[0]?.toFixed(1) ?? '?';
 
 /** `keys` keys of 1,000 random bytes (incompressible: the RDB is as large as the data). */
 const fill = async (server: TestServer, keys: number) => {
@@ -40,11 +52,20 @@ const fill = async (server: TestServer, keys: number) => {
 /**
  * A backup of `keys` keys of 1,000 bytes through the product's data path (snapshot over the
  * replication protocol → zstd → [AES-256-GCM] → SHA-256 → S3 multipart into versitygw), in a
- * process of its own, against `redis-cli --rdb /dev/null` on the same server in the same run:
- * wall time, throughput ratio and peak RSS of each; for each dataset size, so RSS can be compared
- * across sizes. Runs its own redis-server and S3 server (no test bed).
+ * process of its own with the backup function's Node flags, against `redis-cli --rdb /dev/null`
+ * on the same server, `rounds` times in turn (the machine is shared: medians, each round's
+ * numbers, and the load average beside them); for each dataset size, so RSS can be compared
+ * across sizes. Also the same backup in a process that first loads the backup function's other
+ * modules, as its own process does. Runs its own redis-server and S3 server (no test bed).
+ * `rounds` times each, in turn.
  */
-export const benchBackup = async (o: { sizes: { label: string; keys: number }[]; encrypted: boolean }) => {
+export const benchBackup = async (o: {
+  sizes: { label: string; keys: number }[];
+  encrypted: boolean;
+  /** Runs of each, in turn; 3 unless told. */
+  rounds?: number;
+}) => {
+  const rounds = o.rounds ?? 3;
   const dir = await mkdtemp(join(tmpdir(), 'twbed-bench-backup-'));
   const s3 = await startS3({ dir, testbedId: 'bench-backup' });
   const servers: TestServer[] = [];
@@ -58,6 +79,7 @@ export const benchBackup = async (o: { sizes: { label: string; keys: number }[];
     const fn = (await loadServerless(join(root, 'serverless.yml'))).functions.backup;
     if (!fn) throw new Error('serverless.yml has no backup function');
     const nodeArgs = nodeArgsFor(fn);
+    say(`[backup bench] node ${nodeArgs.join(' ')}; ${rounds} rounds; load average ${load()} at the start`);
     const bucket = 'bench';
     const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
     await new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials }).send(
@@ -77,6 +99,7 @@ export const benchBackup = async (o: { sizes: { label: string; keys: number }[];
       BENCH_S3_ACCESS_KEY_ID: s3.accessKeyId,
       BENCH_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
     };
+    const mbps = (bytes: number, s: number) => `${(bytes / 1e6 / s).toFixed(0)} MB/s`;
     for (const size of o.sizes) {
       // Diskless with no delay, as redis-cli --rdb gets it on Redis 7 (rdb-only).
       const server = await startServer({
@@ -88,55 +111,78 @@ export const benchBackup = async (o: { sizes: { label: string; keys: number }[];
       process.stderr.write(
         `[backup bench] ${size.label}: ${size.keys} keys in ${((performance.now() - filled) / 1000).toFixed(1)} s\n`,
       );
-
-      const cli = await timed('/usr/bin/redis-cli', [
-        '-h',
-        server.host,
-        '-p',
-        String(server.port),
-        '--rdb',
-        '/dev/null',
-      ]);
-      // redis-cli 7.0 exits 1 after the transfer because /dev/null cannot be fsynced; the transfer counts.
-      if (!cli.stderr.includes('Transfer finished with success'))
-        throw new Error(`redis-cli --rdb failed: ${cli.stderr.slice(-500)}`);
       const variants = [{ name: 'zstd', args: [] as string[] }];
       if (o.encrypted) variants.push({ name: 'zstd + AES-256-GCM', args: ['--encrypt'] });
-      for (const v of variants) {
-        const key = `bench-${randomBytes(4).toString('hex')}.rdb`;
-        const t = await timed(
-          process.execPath,
-          [
-            ...nodeArgs,
-            join(root, 'bench', 'backup-child.ts'),
-            '--port',
-            String(server.port),
-            '--key',
-            key,
-            ...v.args,
-          ],
-          env,
-        );
-        const r = JSON.parse(t.stdout.trim().split('\n').at(-1) ?? '{}') as {
-          rdbSize: number;
-          size: number;
-          parts: number;
-          rssBeforeKiB: number;
-        };
-        await store.delete(key);
-        const mbps = (bytes: number, s: number) => `${(bytes / 1e6 / s).toFixed(0)} MB/s`;
+      variants.push({ name: 'zstd, in a process with the backup function loaded', args: ['--function'] });
+      const cli: { seconds: number; peakMiB: number }[] = [];
+      const runs = new Map<string, { seconds: number; peakMiB: number; cpu: number; beforeMiB: number }[]>();
+      let rdbSize = 0;
+      for (let round = 0; round < rounds; round++) {
+        const c = await timed('/usr/bin/redis-cli', [
+          '-h',
+          server.host,
+          '-p',
+          String(server.port),
+          '--rdb',
+          '/dev/null',
+        ]);
+        // redis-cli 7.0 exits 1 after the transfer because /dev/null cannot be fsynced; the transfer counts.
+        if (!c.stderr.includes('Transfer finished with success'))
+          throw new Error(`redis-cli --rdb failed: ${c.stderr.slice(-500)}`);
+        cli.push(c);
+        for (const v of variants) {
+          const key = `bench-${randomBytes(4).toString('hex')}.rdb`;
+          const t = await timed(
+            process.execPath,
+            [
+              ...nodeArgs,
+              join(root, 'bench', 'backup-child.ts'),
+              '--port',
+              String(server.port),
+              '--key',
+              key,
+              ...v.args,
+            ],
+            env,
+          );
+          const r = JSON.parse(t.stdout.trim().split('\n').at(-1) ?? '{}') as {
+            rdbSize?: number;
+            size: number;
+            rssBeforeKiB: number;
+          };
+          if (!r.rdbSize) throw new Error(`the backup failed: ${t.stderr.slice(-1000)}`);
+          rdbSize = r.rdbSize;
+          await store.delete(key);
+          const row = {
+            seconds: t.seconds,
+            peakMiB: t.peakMiB,
+            cpu: t.cpu,
+            beforeMiB: r.rssBeforeKiB / 1024,
+          };
+          runs.set(v.name, [...(runs.get(v.name) ?? []), row]);
+          process.stderr.write(
+            `[backup bench] ${size.label} round ${round + 1}: ${v.name} ${t.seconds.toFixed(2)} s, RSS ${t.peakMiB.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s; redis-cli ${c.seconds.toFixed(2)} s; load ${load()}\n`,
+          );
+        }
+      }
+      const cliS = median(cli.map((c) => c.seconds));
+      say(
+        `redis-cli --rdb /dev/null, ${size.label} (RDB ${(rdbSize / MiB).toFixed(0)} MiB): median ${cliS.toFixed(2)} s ` +
+          `(${mbps(rdbSize, cliS)}; rounds ${cli.map((c) => c.seconds.toFixed(2)).join(', ')}), peak RSS ${median(cli.map((c) => c.peakMiB)).toFixed(0)} MiB`,
+      );
+      for (const [name, rows] of runs) {
+        const s = median(rows.map((r) => r.seconds));
         say(
-          `backup of ${size.label} (${size.keys} keys of 1000 B, RDB ${(r.rdbSize / MiB).toFixed(0)} MiB), ${v.name}: ` +
-            `${t.seconds.toFixed(2)} s (${mbps(r.rdbSize, t.seconds)}), peak RSS ${t.peakMiB.toFixed(0)} MiB ` +
-            `(${(r.rssBeforeKiB / 1024).toFixed(0)} MiB before the first byte), ` +
-            `stored ${(r.size / MiB).toFixed(0)} MiB in ${r.parts} parts; ` +
-            `redis-cli --rdb /dev/null ${cli.seconds.toFixed(2)} s (${mbps(r.rdbSize, cli.seconds)}), peak RSS ${cli.peakMiB.toFixed(0)} MiB; ` +
-            `throughput ratio ${(cli.seconds / t.seconds).toFixed(2)}x of redis-cli`,
+          `backup of ${size.label}, ${name}: median ${s.toFixed(2)} s (${mbps(rdbSize, s)}; rounds ${rows.map((r) => r.seconds.toFixed(2)).join(', ')}), ` +
+            `throughput ratio ${(cliS / s).toFixed(2)}x of redis-cli; peak RSS median ${median(rows.map((r) => r.peakMiB)).toFixed(0)} MiB, ` +
+            `most ${Math.max(...rows.map((r) => r.peakMiB)).toFixed(0)} MiB (${median(rows.map((r) => r.beforeMiB)).toFixed(0)} MiB before the first byte); ` +
+            `CPU ${median(rows.map((r) => r.cpu)).toFixed(2)} s`,
         );
       }
       await server.stop();
       servers.splice(servers.indexOf(server), 1);
     }
+    say(`[backup bench] load average ${load()} at the end`);
     return lines;
   } finally {
     await Promise.all(servers.map((s) => s.stop()));

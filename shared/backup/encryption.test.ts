@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable, type Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
+import { own } from './buffers.ts';
 import { decryptor, encryptor } from './encryption.ts';
 import { ConfigurationError, IntegrityError } from './errors.ts';
 
@@ -120,5 +121,26 @@ describe('chunked AES-256-GCM', () => {
     );
     expect(seen).toBeGreaterThan(2_000_000);
     expect(most).toBeLessThan(64 * 1024);
+  });
+
+  it('frees input blocks of the data path’s own once copied, and leaves a caller’s alone', async () => {
+    const plain = randomBytes(300_000);
+    const blocks = [0, 1, 2].map((i) => own(Buffer.from(plain.subarray(i * 100_000, (i + 1) * 100_000))));
+    const callers = [0, 1, 2].map((i) => Buffer.from(plain.subarray(i * 100_000, (i + 1) * 100_000)));
+    const out: Buffer[][] = [[], []];
+    for (const [n, input] of [blocks, callers].entries())
+      await pipeline(
+        Readable.from(input),
+        encryptor(key, 65536),
+        new Writable({
+          write(c: Buffer, _e, done) {
+            out[n]?.push(Buffer.from(c));
+            done();
+          },
+        }),
+      );
+    expect(blocks.every((b) => b.length === 0)).toBe(true);
+    expect(Buffer.concat(callers).equals(plain)).toBe(true);
+    for (const sealed of out) expect((await decrypt(Buffer.concat(sealed))).equals(plain)).toBe(true);
   });
 });

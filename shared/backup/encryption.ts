@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
+import { own, release } from './buffers.ts';
 import { ConfigurationError, IntegrityError } from './errors.ts';
 
 /*
@@ -59,7 +60,8 @@ const fill = (buf: Buffer, filled: number, chunk: Buffer, at: number) => {
 
 /**
  * Encrypts a stream. Holds one chunk: a full chunk is sealed only when more data follows, since
- * the last one must be sealed as final.
+ * the last one must be sealed as final. Its input chunks are released once copied, its output
+ * is the data path's own (./buffers.ts).
  */
 export const encryptor = (key: Buffer, chunkSize = DEFAULT_CHUNK): Transform => {
   checkKey(key, 'the encryption key');
@@ -73,7 +75,7 @@ export const encryptor = (key: Buffer, chunkSize = DEFAULT_CHUNK): Transform => 
   const seal = (t: Transform, final: boolean) => {
     const cipher = createCipheriv('aes-256-gcm', k, nonce(index++, final));
     cipher.setAAD(header);
-    t.push(cipher.update(buf.subarray(0, filled)));
+    t.push(own(cipher.update(buf.subarray(0, filled))));
     cipher.final();
     t.push(cipher.getAuthTag());
     filled = 0;
@@ -91,6 +93,8 @@ export const encryptor = (key: Buffer, chunkSize = DEFAULT_CHUNK): Transform => 
         filled += n;
         at += n;
       }
+      // Copied: the chunk is free (when it is the data path's own, ./buffers.ts).
+      release(chunk);
       callback();
     },
     flush(callback) {

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import { PassThrough, type Readable, Transform } from 'node:stream';
+import { type Duplex, PassThrough, type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { chunksHandedOver } from '../redis/snapshot.ts';
+import { own, release } from './buffers.ts';
 import { type Compression, compressor, decompressor } from './compression.ts';
 import { decryptor, encryptor } from './encryption.ts';
 import { IntegrityError } from './errors.ts';
@@ -46,12 +48,14 @@ const throttle = (bytesPerSecond: number) => {
   });
 };
 
-const stages = (list: (Transform | undefined)[]): Transform[] => list.filter((t): t is Transform => !!t);
+const stages = (list: (Duplex | undefined)[]): Duplex[] => list.filter((t): t is Duplex => !!t);
 
 /**
  * RDB stream → compression → optional encryption → SHA-256 → the store's multipart upload, all
  * streaming: memory is the stages' small buffers plus the upload's parts, whatever the size. A
  * failure anywhere stops every stage (the source connection is closed) and the upload is aborted.
+ * The chunks of a snapshot stream (shared/redis/snapshot.ts) and what the stages make of them are
+ * released as soon as they are used (./buffers.ts); a caller's own buffers are never touched.
  */
 export const storeSnapshot = async (o: {
   rdb: Readable;
@@ -70,24 +74,31 @@ export const storeSnapshot = async (o: {
   let size = 0;
   const hash = createHash('sha256');
   let parts = 0;
+  const handedOver = chunksHandedOver(o.rdb);
   const chain = stages([
     o.maxBytesPerSecond ? throttle(o.maxBytesPerSecond) : undefined,
     tap((c) => {
+      if (handedOver) own(c);
       rdbSize += c.length;
       o.onProgress?.(rdbSize);
     }),
     compressor(o.compression),
     o.encryptionKey ? encryptor(o.encryptionKey) : undefined,
-    tap((c) => {
+  ]);
+  /** What is stored, hashed and counted; each chunk released once the upload copied it. */
+  const stored = async function* (source: AsyncIterable<Buffer>) {
+    for await (const c of source) {
       size += c.length;
       hash.update(c);
-    }),
-  ]);
+      yield c;
+      release(c);
+    }
+  };
   await (pipeline as (...args: unknown[]) => Promise<void>)(
     o.rdb,
     ...chain,
     async (source: AsyncIterable<Buffer>) => {
-      const r = await o.store.upload(o.key, source, {
+      const r = await o.store.upload(o.key, stored(source), {
         partSize: o.partSize,
         contentType: 'application/octet-stream',
         ...(o.signal ? { signal: o.signal } : {}),

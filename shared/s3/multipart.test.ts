@@ -20,7 +20,7 @@ const recorder = (o: { failPart?: number; failComplete?: boolean; failAbort?: bo
       if (n === o.failPart) throw new Error(`part ${n} failed`);
       parts.set(n, Buffer.from(body));
       calls.push(`part ${n} ${body.length}`);
-      return `etag-${n}`;
+      return { PartNumber: n, ETag: `etag-${n}` };
     },
     complete: async (_key, _id, list) => {
       if (o.failComplete) throw new Error('complete failed');

@@ -1,6 +1,9 @@
 import { StoreError } from '../backup/errors.ts';
 import { S3_LIMITS } from './part-size.ts';
 
+/** A part as the completion names it: its number, ETag and the checksum the server checked. */
+export type UploadedPart = { PartNumber: number; ETag: string; ChecksumCRC32?: string };
+
 /** The four requests of a multipart upload; S3 in production, a recorder in unit tests. */
 export type MultipartApi = {
   create(key: string, contentType: string): Promise<string>;
@@ -10,8 +13,8 @@ export type MultipartApi = {
     partNumber: number,
     body: Buffer,
     signal?: AbortSignal,
-  ): Promise<string>;
-  complete(key: string, uploadId: string, parts: { PartNumber: number; ETag: string }[]): Promise<void>;
+  ): Promise<UploadedPart>;
+  complete(key: string, uploadId: string, parts: UploadedPart[]): Promise<void>;
   abort(key: string, uploadId: string): Promise<void>;
 };
 
@@ -40,7 +43,7 @@ export const multipartUpload = async (
 ): Promise<{ size: number; parts: number }> => {
   const concurrency = o.concurrency ?? 2;
   const uploadId = await api.create(key, o.contentType);
-  const etags: { PartNumber: number; ETag: string }[] = [];
+  const etags: UploadedPart[] = [];
   const running = new Set<Promise<void>>();
   const free: Buffer[] = [];
   let failure: unknown;
@@ -59,8 +62,8 @@ export const multipartUpload = async (
     if (failure) throw failure;
     const p = api
       .uploadPart(key, uploadId, partNumber, buf.subarray(0, length), o.signal)
-      .then((ETag) => {
-        etags.push({ PartNumber: partNumber, ETag });
+      .then((part) => {
+        etags.push(part);
         free.push(buf);
       })
       .catch((error: unknown) => {
