@@ -20,6 +20,8 @@ const zEnv = z.object({
   NATS_URL: z.string().min(1, 'NATS_URL is required (e.g. nats://127.0.0.1:4222)'),
   TIDEWAY_SERVERLESS: z.string().default('serverless.yml'),
   TIDEWAY_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  /** Where /metrics, /healthz and /readyz listen: loopback locally, the pod's address in a pod. */
+  TIDEWAY_OPS_HOST: z.string().min(1).default('127.0.0.1'),
   TIDEWAY_REPLICA: z.string().default('0'),
   /** Set by the supervisor: the parent this worker must outlive by no more than a second. */
   TIDEWAY_SUPERVISOR_PID: z.coerce.number().int().positive().optional(),
@@ -103,7 +105,12 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     clock: () => new Date(),
     env: { ...config.provider.environment, ...fn.environment, ...env },
   };
-  const ops = await startOpsServer({ metrics, ready: () => !bus.nc.isClosed(), port: e.TIDEWAY_OPS_PORT });
+  const ops = await startOpsServer({
+    metrics,
+    ready: () => !bus.nc.isClosed(),
+    port: e.TIDEWAY_OPS_PORT,
+    hostname: e.TIDEWAY_OPS_HOST,
+  });
 
   let stop: (drainMs?: number) => Promise<void>;
   if (fn.tideway.service) {

@@ -160,6 +160,7 @@ describe("Tideway's Helm chart", () => {
       const webhook = named(objects, 'Deployment', 'tideway-webhook');
       expect(svc.spec.selector).toEqual(webhook.spec.selector.matchLabels);
       expect(containerOf(webhook).ports).toEqual([
+        { name: 'ops', containerPort: 9090, protocol: 'TCP' },
         {
           name: 'http',
           containerPort: Number(config.functions.webhook?.environment.TIDEWAY_WEBHOOK_PORT),
@@ -167,6 +168,22 @@ describe("Tideway's Helm chart", () => {
         },
       ]);
       expect(svc.spec.ports[0].targetPort).toBe('http');
+    });
+
+    it("serves every function's /metrics, /healthz and /readyz on the pod, and probes them", async () => {
+      const { objects } = await render(ns);
+      for (const d of ofKind(objects, 'Deployment')) {
+        const c = containerOf(d);
+        const name = d.metadata.name;
+        expect(envOf(d), name).toMatchObject({ TIDEWAY_OPS_HOST: '0.0.0.0', TIDEWAY_OPS_PORT: '9090' });
+        expect(
+          (c.ports as { name: string }[]).map((p) => p.name),
+          name,
+        ).toContain('ops');
+        const probePort = name === 'tideway-webhook' ? 'http' : 'ops';
+        expect(c.readinessProbe, name).toMatchObject({ httpGet: { path: '/readyz', port: probePort } });
+        expect(c.livenessProbe, name).toMatchObject({ httpGet: { path: '/healthz', port: probePort } });
+      }
     });
 
     it('binds each function only to its own roles, in the release namespace, never as admin', async () => {
