@@ -1,6 +1,9 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { envVars, removeEnvFile, writeEnvFile } from './env-file.ts';
+import { loadedImagesDir } from './image-table/index.ts';
+import { loadImageArchive } from './image-table/load.ts';
+import { cacheDir } from './paths.ts';
 import { startTestbed } from './testbed.ts';
 
 /**
@@ -41,6 +44,26 @@ export const runTestbedForeground = async (opts: {
   log(`[tideway] ready. In another shell: source ${envFile} && kubectl get nodes`);
 };
 
+/**
+ * `npm run testbed -- load-image <archive>`: like `kind load image-archive`, gives the node an
+ * OCI archive; pods naming its image run it from then on (the test bed may be running).
+ */
+const loadImage = async (archive: string | undefined) => {
+  if (!archive) {
+    process.stderr.write('usage: npm run testbed -- load-image <oci-archive>\n');
+    process.exitCode = 64;
+    return;
+  }
+  try {
+    const refs = await loadImageArchive(resolve(archive), loadedImagesDir(cacheDir()));
+    process.stdout.write(`${refs.map((r) => `loaded ${r}`).join('\n')}\n`);
+  } catch (error) {
+    process.stderr.write(`load-image: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  }
+};
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await runTestbedForeground({ root: resolve(dirname(fileURLToPath(import.meta.url)), '..', '..') });
+  if (process.argv[2] === 'load-image') await loadImage(process.argv[3]);
+  else await runTestbedForeground({ root: resolve(dirname(fileURLToPath(import.meta.url)), '..', '..') });
 }

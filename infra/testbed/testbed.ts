@@ -3,11 +3,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { imageCache } from '../../scripts/image/build.ts';
 import { ensurePrerequisites, type Log } from './build/index.ts';
 import { startControlApi } from './control-api.ts';
 import { startControlPlane } from './control-plane/index.ts';
 import { run } from './exec/run.ts';
-import { defaultImageTable } from './image-table/index.ts';
+import { defaultImageTable, loadedImagesDir, unpackedImagesDir } from './image-table/index.ts';
+import { openImageStore } from './image-table/store.ts';
 import { startNodeAgent } from './kubelet/index.ts';
 import { cleanupLeftovers } from './leftovers.ts';
 import { acquireLock } from './lock.ts';
@@ -28,8 +30,13 @@ export type TestbedOptions = {
   log?: Log;
   /** Bucket created in the S3 server. */
   bucket?: string;
-  /** Extra image table entries (e.g. Tideway's own image). */
+  /** Extra image table entries. */
   images?: ImageTable;
+  /**
+   * More directories of OCI archives (`*.oci.tar`) the node holds, besides `testbed load-image`'s
+   * and `npm run image`'s (Tideway's own image).
+   */
+  imageArchiveDirs?: readonly string[];
 };
 
 const NODE_NAME = 'tideway-node-0';
@@ -110,6 +117,11 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       workDir: join(dir, 'node'),
       testbedId: id,
       images: { ...defaultImageTable(cacheDir()), ...opts.images },
+      imageStore: openImageStore({
+        dirs: [loadedImagesDir(cacheDir()), imageCache(), ...(opts.imageArchiveDirs ?? [])],
+        cache: unpackedImagesDir(cacheDir()),
+        log: step,
+      }),
       // Faster than kubelet's 10 s: tests wait on restarts.
       restartBackoffMs: 1000,
     });

@@ -13,7 +13,23 @@ describe('image table', () => {
     expect(lookupImage(table, 'valkey/valkey:8.1.8')?.programs['valkey-server']).toBe(
       '/cache/images/valkey-8.1/valkey-server',
     );
-    expect(lookupImage(table, 'busybox:1.36')?.defaultCommand).toEqual(['sh']);
+    expect(lookupImage(table, 'busybox:1.36')?.config.cmd).toEqual(['sh']);
+  });
+
+  it("carries the official server images' config: CMD the server, WORKDIR /data", () => {
+    for (const [image, server] of [
+      ['redis:7.0', 'redis-server'],
+      ['redis:6.2.14', 'redis-server'],
+      ['valkey/valkey:8.1', 'valkey-server'],
+    ] as const) {
+      const entry = lookupImage(table, image);
+      expect(entry?.config.workingDir, image).toBe('/data');
+      expect(entry?.config.cmd, image).toEqual([server]);
+      expect(entry?.config.env.find((e) => e.startsWith('PATH='))?.split(':')[0], image).toBe(
+        'PATH=/tideway/bin',
+      );
+    }
+    expect(lookupImage(table, 'busybox')?.config.workingDir).toBe('');
   });
 
   it('knows nothing of images it has no entry for', () => {

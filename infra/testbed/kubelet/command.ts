@@ -1,5 +1,3 @@
-import type { ImageEntry } from '../node-agent/types.ts';
-
 /**
  * Kubernetes' $(VAR) expansion in command, args and env values: defined variables are replaced,
  * $$ escapes a dollar, undefined references stay as written.
@@ -10,19 +8,28 @@ export const expand = (s: string, env: Readonly<Record<string, string>>): string
   );
 
 /**
- * Docker semantics: `command` replaces the image's entrypoint, `args` its default command. The
- * image table's programs are on PATH first (/tideway/bin inside the container).
+ * Where a container's argv comes from when the pod does not say: the image's ENTRYPOINT and CMD.
+ * An image of the image table has no real ENTRYPOINT, so it stands in for the image's entrypoint
+ * script as a function of the arguments (e.g. the redis image's adding `--protected-mode no`).
+ */
+export type ImageCommand = {
+  readonly entrypoint: readonly string[] | ((argv: readonly string[]) => string[]);
+  readonly cmd: readonly string[];
+};
+
+/**
+ * kubelet's rule: `command` replaces the ENTRYPOINT and drops CMD; `args` replace CMD. $(VAR) is
+ * expanded in the pod's command and args only (with the pod's variables, not the image's), never
+ * in the image's own. An empty result is left for the caller to refuse.
  */
 export const resolveArgv = (
-  image: ImageEntry,
+  image: ImageCommand,
   command: readonly string[] | undefined,
   args: readonly string[] | undefined,
   env: Readonly<Record<string, string>>,
 ): string[] => {
-  let argv: string[];
-  if (command?.length) argv = [...command, ...(args ?? [])];
-  else if (args?.length) argv = args[0]?.startsWith('-') ? [...image.defaultCommand, ...args] : [...args];
-  else argv = [...image.defaultCommand];
-  const expanded = argv.map((a) => expand(a, env));
-  return command?.length || !image.entrypoint ? expanded : image.entrypoint(expanded);
+  const podArgs = args?.length ? args.map((a) => expand(a, env)) : undefined;
+  if (command?.length) return [...command.map((c) => expand(c, env)), ...(podArgs ?? [])];
+  const rest = podArgs ?? [...image.cmd];
+  return typeof image.entrypoint === 'function' ? image.entrypoint(rest) : [...image.entrypoint, ...rest];
 };

@@ -22,6 +22,7 @@ export const startNodeAgent = async (
     core,
     network: o.network,
     images: o.images,
+    imageStore: o.imageStore,
     workDir: o.workDir,
     testbedId: o.testbedId,
     hostIp: o.network.hostIp,

@@ -14,6 +14,7 @@ const script = (hostPath: string, containerPath: string) =>
     workingDir: '/',
     argv: ['true'],
     env: {},
+    log: join(root, 'log'),
   });
 
 describe('launcherScript', () => {

@@ -21,9 +21,13 @@ export const launcherScript = (o: {
   workingDir: string;
   argv: readonly string[];
   env: Readonly<Record<string, string>>;
+  /** The container's log, written by the container directly (see ociLauncherScript). */
+  log: string;
 }): string => {
-  const lines = ['set -e', `R=${q(o.root)}`, 'mkdir -p "$R"'];
-  const paths = o.mounts.map((m) => m.containerPath.replace(/\/+$/, '') || '/');
+  const lines = ['set -e', `exec >>${q(o.log)} 2>&1`, `R=${q(o.root)}`, 'mkdir -p "$R"'];
+  const workingDir = o.workingDir.replace(/\/+$/, '') || '/';
+  // The working directory is made in the pod root like a mount path, never on the host.
+  const paths = [...o.mounts.map((m) => m.containerPath.replace(/\/+$/, '') || '/'), workingDir];
   const needsExpansion = (dir: string) => paths.some((p) => p.startsWith(`${dir}/`)) || paths.includes(dir);
 
   const place = (hostPath: string) => {
@@ -63,9 +67,11 @@ export const launcherScript = (o: {
     lines.push(`mount --bind ${q(m.hostPath)} ${target}`);
     if (m.readOnly) lines.push(`mount -o remount,bind,ro ${target}`);
   }
+  // Made if missing, as runc does (a volume mounted there is in place already).
+  lines.push(`mkdir -p "$R"${q(workingDir)}`);
   const env = Object.entries(o.env).map(([k, v]) => q(`${k}=${v}`));
   lines.push(
-    `exec chroot "$R" /usr/bin/env -i ${env.join(' ')} /bin/sh -c 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"' sh ${q(o.workingDir)} ${o.argv.map(q).join(' ')}`,
+    `exec chroot "$R" /usr/bin/env -i ${env.join(' ')} /bin/sh -c 'cd "$1" && shift && exec "$@"' sh ${q(workingDir)} ${o.argv.map(q).join(' ')}`,
   );
   return `${lines.join('\n')}\n`;
 };

@@ -1,4 +1,5 @@
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type {
   CoreV1Api,
@@ -8,17 +9,32 @@ import type {
   V1PodCondition,
   V1PodStatus,
 } from '@kubernetes/client-node';
+import { ImageArchiveError } from '../image-table/image-config.ts';
 import { lookupImage } from '../image-table/index.ts';
+import type { ImageStore } from '../image-table/store.ts';
 import type { PodNetwork } from '../network/types.ts';
 import type { ImageTable } from '../node-agent/types.ts';
+import { TESTBED_ENV_MARKER } from '../paths.ts';
 import { type ManagedProcess, startProcess } from '../process/managed-process.ts';
-import { resolveArgv } from './command.ts';
 import { ContainerConfigError, resolveEnv } from './env.ts';
-import { launcherScript, type Mount } from './launcher.ts';
+import { ImagePullError } from './errors.ts';
+import { hostsFile, podHostname, resolvConf } from './etc-files.ts';
+import { volumeMounts } from './mounts.ts';
+import { type ExecIdentity, type PodFiles, prepareOciContainer } from './oci-container.ts';
 import { type ProbeLoop, probeLoop, runProbe } from './probes.ts';
+import type { TokenCache } from './projected.ts';
+import { prepareTableContainer } from './table-container.ts';
+import { terminationMessage } from './termination.ts';
 import { type PodVolumes, prepareVolumes, refreshVolumes } from './volumes.ts';
 
-type Terminated = { exitCode: number; reason: string; startedAt?: Date; finishedAt: Date; signal?: number };
+type Terminated = {
+  exitCode: number;
+  reason: string;
+  startedAt?: Date;
+  finishedAt: Date;
+  signal?: number;
+  message?: string;
+};
 
 type ContainerRun = {
   spec: V1Container;
@@ -36,12 +52,18 @@ type ContainerRun = {
   probes: ProbeLoop[];
   /** The container finished for good (restartPolicy says so). */
   done: boolean;
+  /** Where this run's output starts in the container's log (for FallbackToLogsOnError). */
+  logStart?: number;
+  /** The host file the container writes its termination message to (held images only). */
+  terminationLog?: string | undefined;
+  imageId?: string;
 };
 
 export type WorkerContext = {
   core: CoreV1Api;
   network: PodNetwork;
   images: ImageTable;
+  imageStore: ImageStore | undefined;
   workDir: string;
   testbedId: string;
   hostIp: string;
@@ -79,6 +101,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
   let podIp: string | undefined;
   let netnsName: string | undefined;
   let volumes: PodVolumes | undefined;
+  const tokens: TokenCache = new Map();
   let nextRefreshAt = 0;
   let setupError: { reason: string; message: string } | undefined;
   let held = false;
@@ -121,11 +144,19 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     r.proc = undefined;
     r.ready = false;
     const exitCode = code ?? 128 + (SIGNALS[signal ?? ''] ?? 9);
+    const message = terminationMessage({
+      file: r.terminationLog,
+      log: proc.logFile,
+      logStart: r.logStart ?? 0,
+      policy: r.spec.terminationMessagePolicy,
+      exitCode,
+    });
     const t: Terminated = {
       exitCode,
       reason: exitCode === 0 ? 'Completed' : 'Error',
       finishedAt: new Date(),
       ...(r.startedAt ? { startedAt: r.startedAt } : {}),
+      ...(message ? { message } : {}),
     };
     const restart =
       !stopping &&
@@ -155,68 +186,112 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     kick();
   };
 
-  const startContainer = async (r: ContainerRun) => {
-    const image = lookupImage(ctx.images, r.spec.image ?? '');
-    if (!image) {
-      r.waiting = {
-        reason: 'ErrImagePull',
-        message: `image "${r.spec.image}" is not in the test bed's image table; known images: ${Object.keys(ctx.images).join(', ')}`,
-      };
-      r.nextStartAt = Date.now() + 5000;
-      return;
+  /** The pod's /etc/hosts, /etc/hostname and /etc/resolv.conf, written once it has its IP. */
+  const podFiles = async (): Promise<PodFiles> => {
+    const files = {
+      hosts: join(podDir, 'etc', 'hosts'),
+      hostname: join(podDir, 'etc', 'hostname'),
+      resolvConf: join(podDir, 'etc', 'resolv.conf'),
+    };
+    if (!existsSync(files.hosts)) {
+      await mkdir(join(podDir, 'etc'), { recursive: true });
+      const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
+      await writeFile(files.resolvConf, resolvConf(pod, host), { mode: 0o644 });
+      await writeFile(files.hostname, `${podHostname(pod)}\n`, { mode: 0o644 });
+      await writeFile(files.hosts, hostsFile(pod, podIp ?? ''), { mode: 0o644 });
     }
-    let env: Record<string, string>;
+    return files;
+  };
+
+  /** Where the image comes from: an archive the node holds first, else the image table. */
+  const findImage = async (image: string) => {
+    const held = await ctx.imageStore?.find(image);
+    if (held) return { kind: 'held' as const, held };
+    const entry = lookupImage(ctx.images, image);
+    if (entry) return { kind: 'table' as const, entry };
+    const refs = (await ctx.imageStore?.refs()) ?? [];
+    throw new ImagePullError(
+      `image "${image}" is neither held as an archive (${refs.join(', ') || 'none'}) nor in the test bed's image table (${Object.keys(ctx.images).join(', ')})`,
+    );
+  };
+
+  const startContainer = async (r: ContainerRun) => {
+    const cdir = join(podDir, 'containers', r.spec.name);
+    const image = r.spec.image ?? '';
+    const logFile = join(podDir, `${r.spec.name}.log`);
+    let prepared: {
+      script: string;
+      exec: ExecIdentity;
+      terminationLog?: string;
+      imageId: string;
+      oci: boolean;
+    };
     try {
-      env = await resolveEnv(ctx.core, pod, r.spec, podIp ?? '', ctx.hostIp);
+      const found = await findImage(image);
+      const lower = found.kind === 'held' ? await ctx.imageStore?.rootfs(found.held) : undefined;
+      const podEnv = await resolveEnv(ctx.core, pod, r.spec, podIp ?? '', ctx.hostIp);
+      const mounts = await volumeMounts(r.spec, volumes ?? new Map(), podEnv);
+      await rm(cdir, { recursive: true, force: true });
+      await mkdir(cdir, { recursive: true });
+      if (found.kind === 'held' && lower) {
+        const oci = await prepareOciContainer({
+          image: found.held,
+          lower,
+          pod,
+          spec: r.spec,
+          podEnv,
+          volumes: mounts,
+          podFiles: await podFiles(),
+          dir: cdir,
+          log: logFile,
+          marker: { [TESTBED_ENV_MARKER]: ctx.testbedId },
+        });
+        prepared = { ...oci, imageId: `${found.held.ref}@${found.held.manifestDigest}`, oci: true };
+      } else if (found.kind === 'table') {
+        const table = await prepareTableContainer({
+          image,
+          entry: found.entry,
+          pod,
+          spec: r.spec,
+          podEnv,
+          volumes: mounts,
+          dir: cdir,
+          log: logFile,
+        });
+        prepared = { ...table, imageId: `tideway-testbed://${image}`, oci: false };
+      } else throw new ImagePullError(`image "${image}" has no unpacked root`);
     } catch (error) {
+      if (error instanceof ImagePullError || error instanceof ImageArchiveError) {
+        r.waiting = { reason: 'ErrImagePull', message: error.message };
+        r.nextStartAt = Date.now() + 5000;
+        return;
+      }
       if (!(error instanceof ContainerConfigError)) throw error;
       r.waiting = { reason: 'CreateContainerConfigError', message: error.message };
       r.nextStartAt = Date.now() + 2000;
       return;
     }
-    const cdir = join(podDir, 'containers', r.spec.name);
-    const binDir = join(cdir, 'bin');
-    await rm(cdir, { recursive: true, force: true });
-    await mkdir(binDir, { recursive: true });
-    await mkdir(join(cdir, 'tmp'), { recursive: true });
-    for (const [program, path] of Object.entries(image.programs)) await symlink(path, join(binDir, program));
-    const mounts: Mount[] = [{ hostPath: binDir, containerPath: '/tideway/bin', readOnly: true }];
-    for (const m of r.spec.volumeMounts ?? []) {
-      const volume = volumes?.get(m.name);
-      if (!volume) {
-        r.waiting = {
-          reason: 'CreateContainerConfigError',
-          message: `volumeMount ${m.name} names no volume of the pod`,
-        };
-        return;
-      }
-      // A subPath is bound as what it resolves to now (through `..data` for API data): like
-      // kubelet, later refreshes of the volume do not reach it.
-      mounts.push({
-        hostPath: m.subPath ? join(volume.path, m.subPath) : volume.path,
-        containerPath: m.mountPath,
-        readOnly: volume.readOnly || (m.readOnly ?? false),
-      });
-    }
     const script = join(cdir, 'launch.sh');
-    const argv = resolveArgv(image, r.spec.command, r.spec.args, env);
-    await writeFile(
-      script,
-      launcherScript({
-        root: join(cdir, 'root'),
-        tmp: join(cdir, 'tmp'),
-        mounts,
-        workingDir: r.spec.workingDir ?? '/',
-        argv,
-        env,
-      }),
-      { mode: 0o700 },
+    await writeFile(script, prepared.script, { mode: 0o700 });
+    r.logStart = await stat(logFile).then(
+      (st) => st.size,
+      () => 0,
     );
+    r.terminationLog = prepared.terminationLog;
+    r.imageId = prepared.imageId;
     const proc = startProcess({
       name: `${ns}/${name}/${r.spec.name}`,
       command: 'ip',
-      args: ['netns', 'exec', netnsName ?? '', 'sh', script],
-      logFile: join(podDir, `${r.spec.name}.log`),
+      // An image's container also gets the pod's host name, in a UTS namespace of its own.
+      args: [
+        'netns',
+        'exec',
+        netnsName ?? '',
+        ...(prepared.oci ? ['unshare', '--uts', '--'] : []),
+        'sh',
+        script,
+      ],
+      logFile,
       testbedId: ctx.testbedId,
     });
     r.proc = proc;
@@ -226,7 +301,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     r.started = true;
     void proc.exited.then(({ code, signal }) => onExit(r, proc, code, signal));
     const attempt = (probe: NonNullable<V1Container['readinessProbe']>) => () =>
-      runProbe(probe, r.spec, podIp ?? '', proc.pid);
+      runProbe(probe, r.spec, podIp ?? '', proc.pid, prepared.exec);
     if (r.spec.readinessProbe) {
       r.probes.push(
         probeLoop(
@@ -270,7 +345,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     return {
       name: r.spec.name,
       image: r.spec.image ?? '',
-      imageID: `tideway-testbed://${r.spec.image ?? ''}`,
+      imageID: r.imageId ?? '',
       ready: r.proc !== undefined && r.ready,
       started: r.proc !== undefined,
       restartCount: r.restartCount,
@@ -344,7 +419,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     }
     if (!volumes) {
       try {
-        volumes = await prepareVolumes(ctx.core, pod, podDir);
+        volumes = await prepareVolumes(ctx.core, pod, podDir, tokens);
         setupError = undefined;
         nextRefreshAt = Date.now() + ctx.volumeRefreshMs;
       } catch (error) {
@@ -354,7 +429,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     } else if (Date.now() >= nextRefreshAt && !finished()) {
       // Here, in the serialized sync, so no refresh runs after terminate() removed the pod dir.
       nextRefreshAt = Date.now() + ctx.volumeRefreshMs;
-      await refreshVolumes(ctx.core, pod, volumes).catch(() => undefined); // the next round retries
+      await refreshVolumes(ctx.core, pod, volumes, tokens).catch(() => undefined); // the next round retries
     }
     if (volumes && !held) {
       const now = Date.now();

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { V1Container, V1Probe } from '@kubernetes/client-node';
 import { canConnect } from '../process/ports.ts';
+import type { ExecIdentity } from './oci-container.ts';
 
 const portOf = (container: V1Container, port: number | string | undefined): number => {
   if (typeof port === 'number') return port;
@@ -8,24 +9,24 @@ const portOf = (container: V1Container, port: number | string | undefined): numb
   return named ?? Number(port);
 };
 
-/** One probe attempt: exec inside the container's namespaces, tcpSocket or httpGet at the pod IP. */
+/** One probe attempt: exec inside the container (see `as`), tcpSocket or httpGet at the pod IP. */
 export const runProbe = async (
   probe: V1Probe,
   container: V1Container,
   podIp: string,
   pid: number,
+  as: ExecIdentity,
 ): Promise<boolean> => {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
   const command = probe.exec?.command;
   if (command?.length) {
     return new Promise((resolve) => {
+      // In the container's namespaces, root and working directory, as its user, with its PATH.
+      const user = as.uid === 0 && as.gid === 0 ? [] : [`--setuid=${as.uid}`, `--setgid=${as.gid}`];
       const child = spawn(
-        'nsenter',
-        ['--target', String(pid), '--net', '--mount', '--root', '--wd', '--', ...command],
-        {
-          stdio: 'ignore',
-          env: { PATH: '/tideway/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' },
-        },
+        '/usr/bin/nsenter', // absolute: PATH here is the container's, for finding the command inside
+        ['--target', String(pid), '--net', '--mount', '--uts', '--root', '--wd', ...user, '--', ...command],
+        { stdio: 'ignore', env: { PATH: as.path } },
       );
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       child.on('error', () => resolve(false));

@@ -1,15 +1,16 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CoreV1Api, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { isNotFound } from '../../../shared/kube/errors.ts';
 import { type Payload, PayloadPathError, writeAtomic } from './atomic-writer.ts';
 import { ContainerConfigError } from './env.ts';
 import { configMapPayload, downwardApiPayload, secretPayload } from './payload.ts';
+import { projectedPayload, type TokenCache } from './projected.ts';
 
 /** A volume of a pod on the host. */
 type HostVolume = {
   readonly path: string;
-  /** kubelet mounts configMap, secret and downwardAPI volumes read-only, whatever the pod asks. */
+  /** kubelet mounts configMap, secret, downwardAPI and projected volumes read-only, whatever the pod asks. */
   readonly readOnly: boolean;
 };
 
@@ -27,40 +28,43 @@ const readOrMissing = async <T>(what: string, read: () => Promise<T>): Promise<T
 };
 
 /** The files an API-data volume should hold now; undefined for other kinds of volume. */
-const apiDataPayload = async (core: CoreV1Api, pod: V1Pod, v: V1Volume): Promise<Payload | undefined> => {
+const apiDataPayload = async (
+  core: CoreV1Api,
+  pod: V1Pod,
+  v: V1Volume,
+  tokens: TokenCache,
+): Promise<Payload | undefined> => {
   const namespace = pod.metadata?.namespace ?? 'default';
-  if (v.configMap) {
-    const name = v.configMap.name ?? '';
-    const cm = await readOrMissing(`configmap "${name}"`, () =>
-      core.readNamespacedConfigMap({ namespace, name }),
-    );
-    return configMapPayload(v.name, v.configMap, cm);
-  }
-  if (v.secret) {
-    const name = v.secret.secretName ?? '';
-    const secret = await readOrMissing(`secret "${name}"`, () =>
-      core.readNamespacedSecret({ namespace, name }),
-    );
-    return secretPayload(v.name, v.secret, secret);
-  }
+  const configMap = (name: string) =>
+    readOrMissing(`configmap "${name}"`, () => core.readNamespacedConfigMap({ namespace, name }));
+  const secret = (name: string) =>
+    readOrMissing(`secret "${name}"`, () => core.readNamespacedSecret({ namespace, name }));
+  if (v.configMap) return configMapPayload(v.name, v.configMap, await configMap(v.configMap.name ?? ''));
+  if (v.secret) return secretPayload(v.name, v.secret, await secret(v.secret.secretName ?? ''));
   if (v.downwardAPI) return downwardApiPayload(v.downwardAPI, pod);
+  if (v.projected) return projectedPayload(core, pod, v.name, v.projected, { configMap, secret }, tokens);
   return undefined;
 };
 
 const volumeDir = (podDir: string, name: string) => join(podDir, 'volumes', name);
 
 /**
- * Materializes a pod's volumes as directories under podDir: emptyDir; configMap, secret and
- * downwardAPI written atomically (see writeAtomic); persistentVolumeClaim and hostPath point at
- * existing directories (a PVC's outlives the pod). Anything else is refused with a message,
- * never ignored.
+ * Materializes a pod's volumes as directories under podDir: emptyDir (mode 0777, as kubelet
+ * makes it, so a container of any user can write); configMap, secret, downwardAPI and projected
+ * written atomically (see writeAtomic); persistentVolumeClaim and hostPath point at existing
+ * directories (a PVC's outlives the pod). Anything else is refused with a message, never ignored.
  */
-export const prepareVolumes = async (core: CoreV1Api, pod: V1Pod, podDir: string): Promise<PodVolumes> => {
+export const prepareVolumes = async (
+  core: CoreV1Api,
+  pod: V1Pod,
+  podDir: string,
+  tokens: TokenCache,
+): Promise<PodVolumes> => {
   const ns = pod.metadata?.namespace ?? 'default';
   const out = new Map<string, HostVolume>();
   for (const v of (pod.spec?.volumes ?? []) as V1Volume[]) {
     const dir = volumeDir(podDir, v.name);
-    const payload = await apiDataPayload(core, pod, v);
+    const payload = await apiDataPayload(core, pod, v, tokens);
     if (payload) {
       try {
         await writeAtomic(dir, payload);
@@ -71,6 +75,7 @@ export const prepareVolumes = async (core: CoreV1Api, pod: V1Pod, podDir: string
       out.set(v.name, { path: dir, readOnly: true });
     } else if (v.emptyDir) {
       await mkdir(dir, { recursive: true });
+      await chmod(dir, 0o777);
       out.set(v.name, { path: dir, readOnly: false });
     } else if (v.persistentVolumeClaim) {
       const claim = v.persistentVolumeClaim.claimName;
@@ -97,17 +102,23 @@ export const prepareVolumes = async (core: CoreV1Api, pod: V1Pod, podDir: string
 };
 
 /**
- * Brings a running pod's configMap, secret and downwardAPI volumes up to date with the API, as
- * kubelet does on its periodic pod sync. A volume whose source cannot be projected now (a deleted
- * required ConfigMap or Secret, a missing item key, a failed read) keeps its last content, as
- * with kubelet; an optional source that is gone empties its volume. The next call tries again.
+ * Brings a running pod's configMap, secret, downwardAPI and projected volumes up to date with
+ * the API, as kubelet does on its periodic pod sync (a projected token is renewed when kubelet
+ * would). A volume whose source cannot be projected now (a deleted required ConfigMap or Secret,
+ * a missing item key, a failed read) keeps its last content, as with kubelet; an optional source
+ * that is gone empties its volume. The next call tries again.
  */
-export const refreshVolumes = async (core: CoreV1Api, pod: V1Pod, volumes: PodVolumes): Promise<void> => {
+export const refreshVolumes = async (
+  core: CoreV1Api,
+  pod: V1Pod,
+  volumes: PodVolumes,
+  tokens: TokenCache,
+): Promise<void> => {
   for (const v of (pod.spec?.volumes ?? []) as V1Volume[]) {
     const host = volumes.get(v.name);
     if (!host) continue;
     try {
-      const payload = await apiDataPayload(core, pod, v);
+      const payload = await apiDataPayload(core, pod, v, tokens);
       if (payload) await writeAtomic(host.path, payload);
     } catch (error) {
       if (!(error instanceof ContainerConfigError || error instanceof PayloadPathError)) throw error;

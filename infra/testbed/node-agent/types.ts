@@ -1,14 +1,22 @@
+import type { ImageConfig } from '../image-table/image-config.ts';
+import type { ImageStore } from '../image-table/store.ts';
 import type { PodNetwork } from '../network/types.ts';
 
-/** How a container image maps to local programs (no container runtime on these machines). */
+/**
+ * How an image the node does not hold as an archive maps to local programs (the image table):
+ * its processes run from the machine's own file system, with the image's programs on PATH.
+ */
 export type ImageEntry = {
   /** Program names the image provides (as on its PATH) → absolute path on this machine. */
   readonly programs: Readonly<Record<string, string>>;
-  /** The image's default command when the pod gives neither command nor args (ENTRYPOINT+CMD). */
-  readonly defaultCommand: readonly string[];
   /**
-   * What the image's ENTRYPOINT script does to the command when the pod does not override
-   * `command` (e.g. the redis image adds --protected-mode no).
+   * The image's config as its official build has it: CMD, WorkingDir and Env. Its ENTRYPOINT
+   * (a script in the real image) is `entrypoint` below; `config.entrypoint` stays empty.
+   */
+  readonly config: ImageConfig;
+  /**
+   * What the image's ENTRYPOINT script does to CMD or the pod's args when the pod does not
+   * override `command` (e.g. the redis image's adding --protected-mode no).
    */
   readonly entrypoint?: (argv: readonly string[]) => string[];
 };
@@ -24,6 +32,8 @@ export type NodeAgentOptions = {
   /** Marker set on every process the agent starts (see paths.ts TESTBED_ENV_MARKER). */
   testbedId: string;
   images: ImageTable;
+  /** Images held as OCI archives; a pod's image found here runs from its own file system. */
+  imageStore?: ImageStore;
   /**
    * How often the files of configMap, secret and downwardAPI volumes of running pods are brought
    * up to date with the API. Default 2000 ms, so tests see a change within seconds; kubelet takes
