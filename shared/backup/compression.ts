@@ -28,6 +28,9 @@ const CHUNK = 256 * 1024;
  */
 const releasing = (inner: Transform): Duplex => {
   const outer = new Duplex({
+    // Room for the next block's output while the stages after it work on this one: zlib runs
+    // on its thread beside them instead of waiting for them.
+    readableHighWaterMark: 1024 * 1024,
     write(chunk: Buffer, _e, callback) {
       inner.write(chunk, (error) => {
         if (!error) release(chunk);

@@ -84,6 +84,9 @@ export const storeSnapshot = async (o: {
     }),
     compressor(o.compression),
     o.encryptionKey ? encryptor(o.encryptionKey) : undefined,
+    // Chunks one by one, as made: reading a byte stream joins what it holds into a new buffer
+    // (a copy, and the originals left to the garbage collector instead of released).
+    new PassThrough({ objectMode: true, highWaterMark: 2 }),
   ]);
   /** What is stored, hashed and counted; each chunk released once the upload copied it. */
   const stored = async function* (source: AsyncIterable<Buffer>) {
