@@ -36,8 +36,12 @@ export const memoryCursorStore = (): CursorStore & { entries: Map<string, Cursor
 };
 
 /** The cursor in a JetStream KV bucket (history 1): durable across watcher restarts and failover. */
-export const kvCursorStore = async (nc: NatsConnection, bucket = 'tideway-watcher'): Promise<CursorStore> => {
-  const kv: KV = await new Kvm(nc).create(bucket, { history: 1 });
+export const kvCursorStore = async (
+  nc: NatsConnection,
+  bucket = 'tideway-watcher',
+  replicas = 1,
+): Promise<CursorStore> => {
+  const kv: KV = await new Kvm(nc).create(bucket, { history: 1, replicas });
   return {
     load: async () => {
       const out = new Map<string, CursorEntry>();

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { busReplicas } from '../../shared/bus/replicas.ts';
 import type { EventPublisher } from '../../shared/bus/types.ts';
 import { loadKubeConnection } from '../../shared/kube/lite/connection.ts';
 import { type KubeHttp, kubeHttp } from '../../shared/kube/lite/http.ts';
@@ -169,7 +170,7 @@ export const start: Service = async (ctx) => {
   return startWatcher({
     kube,
     publisher: ctx.publisher,
-    store: await kvCursorStore(ctx.bus.nc, leaseName(e.TIDEWAY_WATCH_NAMESPACE)),
+    store: await kvCursorStore(ctx.bus.nc, leaseName(e.TIDEWAY_WATCH_NAMESPACE), busReplicas(ctx.env)),
     ...(e.TIDEWAY_WATCH_NAMESPACE ? { watchNamespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),
     log: ctx.log,
     metrics: ctx.metrics,

@@ -73,6 +73,12 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
         monitoringEndpoint: str('host:port of the NATS monitoring endpoint (KEDA)'),
         account: str('the JetStream account of the stream', { minLength: 1 }),
         monitoringHttps: bool(),
+        replicas: {
+          type: 'integer',
+          enum: [1, 3, 5],
+          description:
+            'copies JetStream keeps of the stream, the locks and the cursor (TIDEWAY_NATS_REPLICAS): 3 on a three-server cluster',
+        },
       },
       {
         // Functions without a bus would wait for it forever: say so at install instead.

@@ -58,7 +58,7 @@ const NS_PER_MS = 1_000_000;
  */
 export const objectLocks = async (
   bus: { js: JetStreamClient; jsm: JetStreamManager },
-  o: { stream?: string; owner: string; ttlMs?: number },
+  o: { stream?: string; owner: string; ttlMs?: number; replicas?: number },
 ): Promise<ObjectLocks> => {
   const stream = o.stream ?? 'TIDEWAY_LOCKS';
   const config = (ttlMs: number) => ({
@@ -73,7 +73,7 @@ export const objectLocks = async (
     duplicate_window: ttlMs * NS_PER_MS,
     deny_delete: false,
     allow_direct: true,
-    num_replicas: 1,
+    num_replicas: o.replicas ?? 1,
   });
   /** The stream's lease TTL, creating the stream if it is missing. */
   const ensure = async (): Promise<number> => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { connectBus } from '../bus/connect.ts';
 import { jetStreamPublisher } from '../bus/publisher.ts';
+import { zBusReplicas } from '../bus/replicas.ts';
 import { ensureStream } from '../bus/stream.ts';
 import { zNamespaceName } from '../kube/names.ts';
 import { loadServerless } from './config.ts';
@@ -20,6 +21,7 @@ const zEnv = z.object({
   NATS_URL: z.string().min(1, 'NATS_URL is required (e.g. nats://127.0.0.1:4222)'),
   TIDEWAY_SERVERLESS: z.string().default('serverless.yml'),
   TIDEWAY_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  TIDEWAY_NATS_REPLICAS: z.preprocess((v) => (v === '' ? undefined : v), zBusReplicas),
   /** Where /metrics, /healthz and /readyz listen: loopback locally, the pod's address in a pod. */
   TIDEWAY_OPS_HOST: z.string().min(1).default('127.0.0.1'),
   TIDEWAY_REPLICA: z.string().default('0'),
@@ -97,7 +99,21 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     tideway_consumer_lag: 'Events not yet settled by this function (pending + unacked)',
   });
   const bus = await connectBus(e.NATS_URL, `tideway-${name}-${e.TIDEWAY_REPLICA}`);
-  await ensureStream(bus.jsm);
+  // One NATS server locally, a three-server JetStream cluster in production (TIDEWAY_NATS_REPLICAS).
+  const replicas = e.TIDEWAY_NATS_REPLICAS;
+  try {
+    await ensureStream(bus.jsm, { replicas });
+  } catch (error) {
+    log.error('the event stream cannot be made', {
+      replicas,
+      error: (error as Error).message,
+      hint:
+        replicas > 1
+          ? `TIDEWAY_NATS_REPLICAS=${replicas} needs a JetStream cluster of at least ${replicas} servers`
+          : undefined,
+    });
+    process.exit(78);
+  }
   const base: Omit<Deps, 'kube'> = {
     publisher: jetStreamPublisher(bus.js),
     log,
@@ -123,7 +139,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     const kube = new KubeConfig();
     kube.loadFromDefault();
     const deps: Deps = { ...base, kube };
-    const locks = await objectLocks(bus, { owner: `${hostname()}/${process.pid}` });
+    const locks = await objectLocks(bus, { owner: `${hostname()}/${process.pid}`, replicas });
     const lockKey = await loadLockKey(file, fn.handler);
     const consumer = await startConsumer({
       bus,

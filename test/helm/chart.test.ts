@@ -105,6 +105,8 @@ describe("Tideway's Helm chart", () => {
         expect(envOf(d), name).toMatchObject({
           TIDEWAY_FUNCTION: name,
           TIDEWAY_NAMESPACE: ns,
+          // A three-server JetStream cluster keeps three copies of the stream, locks and cursor.
+          TIDEWAY_NATS_REPLICAS: '3',
           // The worker's stop fits in the pod's grace period only if it knows it.
           TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS: String(
             d.spec.template.spec.terminationGracePeriodSeconds,
