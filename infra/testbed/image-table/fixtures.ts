@@ -70,7 +70,7 @@ export type FixtureImage = {
   ref?: string;
   layers: readonly (readonly FixtureEntry[])[];
   config?: Record<string, unknown>;
-  /** Corrupt the first layer's bytes after its digest was taken. */
+  /** Change the layers' bytes after their digests were taken (the gzip header's time: still unpacks). */
   damage?: boolean;
 };
 
@@ -82,7 +82,8 @@ export const ociArchiveOf = (images: readonly FixtureImage[]): Buffer => {
       const tar = tarOf(entries);
       const gz = gzipSync(tar);
       const digest = digestOf(gz);
-      blobs.set(digest, img.damage ? Buffer.concat([gz.subarray(0, -1), Buffer.from([0])]) : gz);
+      if (img.damage) gz[4] = (gz[4] ?? 0) ^ 0xff;
+      blobs.set(digest, gz);
       return { digest, size: gz.length, diffId: digestOf(tar) };
     });
     const config = Buffer.from(

@@ -12,7 +12,7 @@ import { ARCHIVE_SUFFIX } from './store.ts';
 export const loadImageArchive = async (archivePath: string, dir: string): Promise<string[]> => {
   const images = await (async () => {
     await using archive = await OciArchive.open(archivePath);
-    return archive.images();
+    return await archive.images(); // before the archive is closed
   })();
   const unnamed = images.filter((i) => !i.ref);
   if (unnamed.length > 0)

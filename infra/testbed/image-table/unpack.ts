@@ -182,15 +182,23 @@ export const unpackImage = async (
         // drained
       }
     };
-    if (gzip)
-      await pipeline(
-        archive.stream(extent),
-        hashing(compressed),
-        createGunzip({ chunkSize: 1024 * 1024 }),
-        hashing(uncompressed),
-        apply,
-      );
-    else await pipeline(archive.stream(extent), hashing(compressed), hashing(uncompressed), apply);
+    try {
+      // Large chunks: each one is a thread-pool round trip for zlib.
+      if (gzip)
+        await pipeline(
+          archive.stream(extent),
+          hashing(compressed),
+          createGunzip({ chunkSize: 1024 * 1024 }),
+          hashing(uncompressed),
+          apply,
+        );
+      else await pipeline(archive.stream(extent), hashing(compressed), hashing(uncompressed), apply);
+    } catch (error) {
+      if (error instanceof LayerError) throw error;
+      throw new ImageArchiveError(`${archive.path}: layer ${layer.digest}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
     const digest = `sha256:${compressed.digest('hex')}`;
     const diffId = `sha256:${uncompressed.digest('hex')}`;
     if (digest !== layer.digest)
