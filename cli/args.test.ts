@@ -30,7 +30,11 @@ describe('parseCommand', () => {
   });
 
   it('backup now waits by default; --no-wait returns at once; both at once is an error', () => {
-    expect(parseCommand(['backup', 'now', 'cache'])).toMatchObject({ cmd: 'backup-now', wait: true, name: undefined });
+    expect(parseCommand(['backup', 'now', 'cache'])).toMatchObject({
+      cmd: 'backup-now',
+      wait: true,
+      name: undefined,
+    });
     expect(parseCommand(['backup', 'now', 'cache', '--no-wait', '--name', 'b1'])).toMatchObject({
       wait: false,
       name: 'b1',

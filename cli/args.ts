@@ -53,7 +53,9 @@ const options = {
   'no-safety-backup': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-type Values = { [K in keyof typeof options]?: (typeof options)[K]['type'] extends 'string' ? string : boolean };
+type Values = {
+  [K in keyof typeof options]?: (typeof options)[K]['type'] extends 'string' ? string : boolean;
+};
 
 const name = (what: string, v: string | undefined): string => {
   if (v === undefined) throw new UsageError(`missing ${what}`);
@@ -107,7 +109,8 @@ export const parseCommand = (argv: readonly string[]): Command => {
       extra(1);
       return { cmd: 'status', cluster: name('cluster name', rest[0]), ...common(v) };
     case 'backup': {
-      if (rest[0] !== 'now') throw new UsageError(`'tideway backup' takes 'now': tideway backup now <cluster>`);
+      if (rest[0] !== 'now')
+        throw new UsageError(`'tideway backup' takes 'now': tideway backup now <cluster>`);
       allow('backup now', v);
       extra(2);
       return {

@@ -30,9 +30,19 @@ describe('format', () => {
     expect(etaSeconds([])).toBeUndefined();
     expect(etaSeconds([{ atMs: 0, percent: 10 }])).toBeUndefined();
     // No movement: no rate, no guess.
-    expect(etaSeconds([{ atMs: 0, percent: 10 }, { atMs: 5000, percent: 10 }])).toBeUndefined();
+    expect(
+      etaSeconds([
+        { atMs: 0, percent: 10 },
+        { atMs: 5000, percent: 10 },
+      ]),
+    ).toBeUndefined();
     // 10 % per second → 50 % left takes 5 s.
-    expect(etaSeconds([{ atMs: 0, percent: 40 }, { atMs: 1000, percent: 50 }])).toBe(5);
+    expect(
+      etaSeconds([
+        { atMs: 0, percent: 40 },
+        { atMs: 1000, percent: 50 },
+      ]),
+    ).toBe(5);
     // Slow at first (1 %/s for 30 s), fast lately (10 %/s): the window sees only the recent rate.
     const samples = [
       { atMs: 0, percent: 0 },

@@ -21,7 +21,13 @@ describe('render', () => {
         version: '7.0.15',
         lastBackup: { name: 'nightly', completedAt: '2026-11-23T03:00:00Z' },
         conditions: [
-          { type: 'Ready', status: 'False', reason: 'ReplicaDown', message: 'cache-2 is not ready', lastTransitionTime: 't' },
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: 'ReplicaDown',
+            message: 'cache-2 is not ready',
+            lastTransitionTime: 't',
+          },
           { type: 'BackupStale', status: 'False', reason: 'Fresh', lastTransitionTime: 't' },
         ],
       }),
@@ -67,7 +73,10 @@ describe('render', () => {
       'Backup b1 Completed\n  location: s3://backups/demo/cache/b1.rdb.zst\n  size:     1.5 KiB (4.0 KiB before compression)\n  duration: 2.5s',
     );
     expect(
-      renderBackupOutcome('b1', { phase: 'Failed', error: { reason: 'StoreUnreachable', message: 'no route' } }),
+      renderBackupOutcome('b1', {
+        phase: 'Failed',
+        error: { reason: 'StoreUnreachable', message: 'no route' },
+      }),
     ).toBe('Backup b1 Failed: StoreUnreachable: no route');
   });
 
@@ -81,7 +90,9 @@ describe('render', () => {
         safetyBackup: 'r1-safety',
         error: { reason: 'LoadFailed', message: 'bad RDB' },
       }),
-    ).toBe('Restore r1 RolledBack (the cluster holds its data from before, from r1-safety): LoadFailed: bad RDB');
+    ).toBe(
+      'Restore r1 RolledBack (the cluster holds its data from before, from r1-safety): LoadFailed: bad RDB',
+    );
     expect(renderRestoreOutcome('r1', { phase: 'Failed', error: { reason: 'NotFound' } })).toBe(
       'Restore r1 Failed: NotFound: (no message)',
     );
