@@ -15,7 +15,8 @@ const memoryStore = (): ObjectStore & { objects: Map<string, Buffer> } => {
     url: (key) => `mem://${key}`,
     upload: async (key, body) => {
       const parts: Buffer[] = [];
-      for await (const c of body) parts.push(c);
+      // As the ObjectStore contract says: a chunk is the store's only until it asks for the next.
+      for await (const c of body) parts.push(Buffer.from(c));
       objects.set(key, Buffer.concat(parts));
       return { size: objects.get(key)?.length ?? 0, parts: 1 };
     },

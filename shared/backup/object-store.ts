@@ -10,7 +10,9 @@ export type ObjectStore = {
   /**
    * Streams `body` to `key` in parts; the object exists only once this resolves. On any failure
    * (the body's or the store's) the partial upload is aborted before it rejects, so no parts are
-   * left behind. Memory: (concurrency + 1) parts.
+   * left behind. Memory: (concurrency + 1) parts. A chunk of `body` is the store's to read only
+   * until it asks for the next one: the data path releases its memory then
+   * (shared/backup/buffers.ts), so a store copies what it keeps.
    */
   upload(
     key: string,

@@ -3,11 +3,13 @@ import { StoreError } from '../backup/errors.ts';
 /** What an error names the request and the store by, so its message says what to fix. */
 export type S3ErrorContext = { bucket: string; endpoint: string; credentials: string };
 
-/** An S3ServiceError (code and HTTP status), a Node network error (code), or a timeout (name). */
-type Failure = { name?: string; code?: unknown; status?: number; message?: string };
-
-const codeOf = (e: Failure): string | undefined =>
-  typeof e.code === 'string' ? e.code : e.name && e.name !== 'Error' ? e.name : undefined;
+type SdkError = {
+  name?: string;
+  Code?: string;
+  code?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
+};
 
 /** Error codes of requests that fail the same way until the user changes something. */
 const TERMINAL: Record<string, (c: S3ErrorContext) => [reason: string, message: string]> = {
@@ -75,15 +77,6 @@ const NETWORK = new Set([
   'ThrottlingException',
 ]);
 
-/** The same request may pass later: the store unreachable, 5xx, throttling, timeouts. */
-export const isTransient = (error: unknown): boolean => {
-  const e = (error ?? {}) as Failure;
-  const code = codeOf(e);
-  if (code && TERMINAL[code]) return false;
-  const status = e.status;
-  return (code !== undefined && NETWORK.has(code)) || status === undefined || status >= 500 || status === 429;
-};
-
 /**
  * Any error of an S3 request as a StoreError: terminal for what the user must fix (a missing
  * bucket, wrong credentials or region, a denied permission), retryable for what may pass (the
@@ -92,21 +85,29 @@ export const isTransient = (error: unknown): boolean => {
  */
 export const classifyS3Error = (error: unknown, c: S3ErrorContext, what: string): StoreError => {
   if (error instanceof StoreError) return error;
-  const e = (error ?? {}) as Failure;
-  const code = codeOf(e);
-  const status = e.status;
+  const e = (error ?? {}) as SdkError;
+  const code = e.Code ?? (e.name && e.name !== 'Error' ? e.name : undefined) ?? e.code;
+  const status = e.$metadata?.httpStatusCode;
   const terminal = code ? TERMINAL[code] : undefined;
   if (terminal) {
     const [reason, message] = terminal(c);
     return new StoreError(reason, `${what}: ${message}`, false, { cause: error });
   }
   const detail = `${code ?? 'error'}${status ? ` (HTTP ${status})` : ''}: ${e.message ?? String(error)}`;
-  if (isTransient(error))
+  if (
+    (code && NETWORK.has(code)) ||
+    (e.code && NETWORK.has(e.code)) ||
+    status === undefined ||
+    status >= 500 ||
+    status === 429
+  )
     return new StoreError(
       'StoreUnavailable',
       `${what}: the S3 server at ${c.endpoint} did not answer: ${detail}`,
       true,
-      { cause: error },
+      {
+        cause: error,
+      },
     );
   return new StoreError('StoreRejected', `${what}: the S3 server refused: ${detail}`, false, {
     cause: error,

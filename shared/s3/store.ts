@@ -1,11 +1,29 @@
 import type { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  S3Client,
+  type ServerSideEncryption,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { StoreError } from '../backup/errors.ts';
 import type { ObjectStore } from '../backup/object-store.ts';
 import { classifyS3Error, type S3ErrorContext } from './errors.ts';
-import { S3ServiceError, s3Http } from './http.ts';
 import { type MultipartApi, multipartUpload } from './multipart.ts';
-import { blocks, errorOf, escapeXml, tag } from './xml.ts';
+
+/** CRC-32 of a part, as S3's `x-amz-checksum-crc32` wants it: big-endian, base64. zlib's is native. */
+export const crc32Base64 = (b: Buffer): string => {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(crc32(b));
+  return out.toString('base64');
+};
 
 export type S3StoreConfig = {
   bucket: string;
@@ -17,7 +35,7 @@ export type S3StoreConfig = {
   /** Names the Secret in error messages; the credentials themselves never appear in one. */
   credentialsName: string;
   serverSideEncryption?: '' | 'AES256' | 'aws:kms';
-  /** Requests per call, with back-off in between (transient failures only). */
+  /** Requests per call, with the SDK's back-off in between (transient failures only). */
   maxAttempts?: number;
   /** Parts uploading at once. */
   concurrency?: number;
@@ -25,41 +43,48 @@ export type S3StoreConfig = {
   onAbortFailed?: (key: string, error: unknown) => void;
 };
 
-/** CRC-32 of a part, as S3's `x-amz-checksum-crc32` wants it: big-endian, base64. zlib's is native. */
-export const crc32Base64 = (b: Buffer): string => {
-  const out = Buffer.alloc(4);
-  out.writeUInt32BE(crc32(b));
-  return out.toString('base64');
-};
-
 /**
- * An S3 bucket (AWS or any S3-compatible server) as an ObjectStore, over S3's REST API (./http.ts).
+ * An S3 bucket (AWS or any S3-compatible server) as an ObjectStore, through AWS SDK v3.
  *
- * Parts of an upload are protected by a CRC-32 the server checks (`x-amz-checksum-crc32`; the
- * upload is created with that algorithm, as S3 asks, and the completion names each part's), and
- * signed with UNSIGNED-PAYLOAD: the signature covers the checksum header, not a SHA-256 of the
- * body, so neither side hashes each part twice more. A part changed on the way is refused by the
- * server (BadDigest); the object as a whole is checked against the backup's SHA-256 on the way
- * back (shared/backup/pipeline.ts openStored).
+ * Parts of an upload are protected by a CRC-32 the server checks (`ChecksumCRC32`, computed with
+ * Node's native zlib; the upload is created with that algorithm, as S3 asks, and the completion
+ * names each part's), and signed with UNSIGNED-PAYLOAD: the signature covers the checksum header,
+ * not a SHA-256 of the body, so neither side hashes each part once more. A part changed on the way
+ * is refused by the server (BadDigest); the object as a whole is checked against the backup's
+ * SHA-256 on the way back (shared/backup/pipeline.ts openStored).
  */
 export const s3Store = (c: S3StoreConfig): ObjectStore => {
-  const http = s3Http({
-    bucket: c.bucket,
+  const client = new S3Client({
     region: c.region,
-    endpoint: c.endpoint,
+    ...(c.endpoint ? { endpoint: c.endpoint } : {}),
     forcePathStyle: c.forcePathStyle ?? false,
     credentials: c.credentials,
     maxAttempts: c.maxAttempts ?? 4,
-    connectTimeoutMs: 5000,
-    requestTimeoutMs: 120_000,
+    // Extra checksums only where the API requires them: S3-compatible servers differ in what they
+    // accept, and the backup carries its own SHA-256, checked on the way back.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000 },
   });
+  // A part's body goes unhashed (its CRC-32 header is signed instead): the signer takes a payload
+  // hash that is already set, as S3 allows.
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      const request = args.request as { headers?: Record<string, string> };
+      if (context.commandName === 'UploadPartCommand' && request.headers)
+        request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+      return next(args);
+    },
+    { step: 'build', name: 'tidewayUnsignedParts' },
+  );
   const ctx: S3ErrorContext = {
     bucket: c.bucket,
     endpoint: c.endpoint || `AWS S3 (${c.region})`,
     credentials: c.credentialsName,
   };
-  const sse: Record<string, string> = c.serverSideEncryption
-    ? { 'x-amz-server-side-encryption': c.serverSideEncryption }
+  const Bucket = c.bucket;
+  const sse = c.serverSideEncryption
+    ? { ServerSideEncryption: c.serverSideEncryption as ServerSideEncryption }
     : {};
   /** One request, its failure classified. */
   const send = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
@@ -69,93 +94,70 @@ export const s3Store = (c: S3StoreConfig): ObjectStore => {
       throw classifyS3Error(error, ctx, what);
     }
   };
-  const missing = (error: unknown) => error instanceof S3ServiceError && error.status === 404;
 
   const api: MultipartApi = {
-    create: async (key, contentType) => {
-      const r = await send(`starting the upload of ${key}`, () =>
-        http.send({
-          method: 'POST',
-          key,
-          query: { uploads: '' },
-          headers: { 'content-type': contentType, 'x-amz-checksum-algorithm': 'CRC32', ...sse },
-        }),
+    create: async (Key, ContentType) => {
+      const r = await send(`starting the upload of ${Key}`, () =>
+        client.send(
+          new CreateMultipartUploadCommand({ Bucket, Key, ContentType, ChecksumAlgorithm: 'CRC32', ...sse }),
+        ),
       );
-      const id = tag(r.body.toString('utf8'), 'UploadId');
-      if (!id) throw new StoreError('StoreRejected', `no upload id for ${key}`, true);
-      return id;
+      if (!r.UploadId) throw new StoreError('StoreRejected', `no upload id for ${Key}`, true);
+      return r.UploadId;
     },
-    uploadPart: async (key, uploadId, PartNumber, body, signal) => {
-      const ChecksumCRC32 = crc32Base64(body);
-      const r = await send(`uploading part ${PartNumber} of ${key}`, () =>
-        http.send({
-          method: 'PUT',
-          key,
-          query: { partNumber: String(PartNumber), uploadId },
-          headers: { 'x-amz-checksum-crc32': ChecksumCRC32 },
-          body,
-          unsignedPayload: true,
-          signal,
-        }),
+    uploadPart: async (Key, UploadId, PartNumber, Body, signal) => {
+      const ChecksumCRC32 = crc32Base64(Body);
+      const r = await send(`uploading part ${PartNumber} of ${Key}`, () =>
+        client.send(
+          new UploadPartCommand({
+            Bucket,
+            Key,
+            UploadId,
+            PartNumber,
+            Body,
+            ContentLength: Body.length,
+            ChecksumCRC32,
+          }),
+          signal ? { abortSignal: signal } : {},
+        ),
       );
-      const ETag = r.headers.etag;
-      if (!ETag) throw new StoreError('StoreRejected', `no ETag for part ${PartNumber} of ${key}`, true);
-      return { PartNumber, ETag, ChecksumCRC32 };
+      if (!r.ETag) throw new StoreError('StoreRejected', `no ETag for part ${PartNumber} of ${Key}`, true);
+      return { PartNumber, ETag: r.ETag, ChecksumCRC32 };
     },
-    complete: async (key, uploadId, parts) => {
-      const xml = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts
-        .map(
-          (p) =>
-            `<Part><PartNumber>${p.PartNumber}</PartNumber><ETag>${escapeXml(p.ETag)}</ETag>${
-              p.ChecksumCRC32 ? `<ChecksumCRC32>${p.ChecksumCRC32}</ChecksumCRC32>` : ''
-            }</Part>`,
-        )
-        .join('')}</CompleteMultipartUpload>`;
-      await send(`completing the upload of ${key}`, async () => {
-        const r = await http.send({
-          method: 'POST',
-          key,
-          query: { uploadId },
-          headers: { 'content-type': 'application/xml' },
-          body: Buffer.from(xml),
-        });
-        // S3 may answer 200 and put the failure in the body.
-        const e = errorOf(r.body.toString('utf8'));
-        if (e) throw new S3ServiceError(e.code, 500, e.message);
-      });
+    complete: async (Key, UploadId, Parts) => {
+      await send(`completing the upload of ${Key}`, () =>
+        client.send(
+          new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts } }),
+        ),
+      );
     },
-    abort: async (key, uploadId) => {
-      await send(`aborting the upload of ${key}`, () =>
-        http.send({ method: 'DELETE', key, query: { uploadId } }),
+    abort: async (Key, UploadId) => {
+      await send(`aborting the upload of ${Key}`, () =>
+        client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })),
       );
     },
   };
 
   const listUnfinished = async (prefix: string) => {
-    const found: { key: string; uploadId: string }[] = [];
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
+    const found: { Key: string; UploadId: string }[] = [];
+    let KeyMarker: string | undefined;
+    let UploadIdMarker: string | undefined;
     for (;;) {
       const r = await send(`listing unfinished uploads under ${prefix}`, () =>
-        http.send({
-          method: 'GET',
-          query: {
-            uploads: '',
-            prefix,
-            ...(keyMarker ? { 'key-marker': keyMarker } : {}),
-            ...(uploadIdMarker ? { 'upload-id-marker': uploadIdMarker } : {}),
-          },
-        }),
+        client.send(
+          new ListMultipartUploadsCommand({
+            Bucket,
+            Prefix: prefix,
+            ...(KeyMarker ? { KeyMarker } : {}),
+            ...(UploadIdMarker ? { UploadIdMarker } : {}),
+          }),
+        ),
       );
-      const xml = r.body.toString('utf8');
-      for (const u of blocks(xml, 'Upload')) {
-        const key = tag(u, 'Key');
-        const uploadId = tag(u, 'UploadId');
-        if (key && uploadId) found.push({ key, uploadId });
-      }
-      keyMarker = tag(xml, 'NextKeyMarker');
-      uploadIdMarker = tag(xml, 'NextUploadIdMarker');
-      if (tag(xml, 'IsTruncated') !== 'true' || (!keyMarker && !uploadIdMarker)) return found;
+      for (const u of r.Uploads ?? [])
+        if (u.Key && u.UploadId) found.push({ Key: u.Key, UploadId: u.UploadId });
+      if (!r.IsTruncated || (!r.NextKeyMarker && !r.NextUploadIdMarker)) return found;
+      KeyMarker = r.NextKeyMarker;
+      UploadIdMarker = r.NextUploadIdMarker;
     }
   };
 
@@ -167,44 +169,51 @@ export const s3Store = (c: S3StoreConfig): ObjectStore => {
         concurrency: c.concurrency ?? 2,
         onAbortFailed: (error) => c.onAbortFailed?.(key, error),
       }),
-    put: async (key, body, contentType) => {
-      await send(`writing ${key}`, () =>
-        http.send({ method: 'PUT', key, headers: { 'content-type': contentType, ...sse }, body }),
+    put: async (Key, Body, ContentType) => {
+      await send(`writing ${Key}`, () =>
+        client.send(
+          new PutObjectCommand({ Bucket, Key, Body, ContentType, ContentLength: Body.length, ...sse }),
+        ),
       );
     },
-    get: async (key, maxBytes) => {
+    get: async (Key, maxBytes) => {
       try {
-        const r = await http.send({ method: 'GET', key });
-        if (r.body.length > maxBytes)
-          throw new StoreError('ObjectTooLarge', `${key} is larger than ${maxBytes} bytes`, false);
-        return r.body;
+        const r = await client.send(new GetObjectCommand({ Bucket, Key }));
+        if ((r.ContentLength ?? 0) > maxBytes)
+          throw new StoreError('ObjectTooLarge', `${Key} is larger than ${maxBytes} bytes`, false);
+        return Buffer.from((await r.Body?.transformToByteArray()) ?? []);
       } catch (error) {
-        const e = classifyS3Error(error, ctx, `reading ${key}`);
+        const e = classifyS3Error(error, ctx, `reading ${Key}`);
         if (e.reason === 'ObjectNotFound') return undefined;
         throw e;
       }
     },
-    download: (key, signal) =>
-      send(`downloading ${key}`, () => http.stream({ method: 'GET', key, signal })) as Promise<Readable>,
-    head: async (key) => {
+    download: async (Key, signal) => {
+      const r = await send(`downloading ${Key}`, () =>
+        client.send(new GetObjectCommand({ Bucket, Key }), signal ? { abortSignal: signal } : {}),
+      );
+      return r.Body as Readable;
+    },
+    head: async (Key) => {
       try {
-        const r = await http.send({ method: 'HEAD', key });
-        return { size: Number(r.headers['content-length'] ?? 0) };
+        const r = await client.send(new HeadObjectCommand({ Bucket, Key }));
+        return { size: r.ContentLength ?? 0 };
       } catch (error) {
         // HEAD has no body: a missing object is a bare 404.
-        if (missing(error)) return undefined;
-        throw classifyS3Error(error, ctx, `looking up ${key}`);
+        if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404)
+          return undefined;
+        throw classifyS3Error(error, ctx, `looking up ${Key}`);
       }
     },
-    delete: async (key) => {
-      await send(`deleting ${key}`, () => http.send({ method: 'DELETE', key }));
+    delete: async (Key) => {
+      await send(`deleting ${Key}`, () => client.send(new DeleteObjectCommand({ Bucket, Key })));
     },
-    unfinished: async (prefix) => (await listUnfinished(prefix)).map((u) => u.key),
+    unfinished: async (prefix) => (await listUnfinished(prefix)).map((u) => u.Key),
     abortUnfinished: async (prefix) => {
       const found = await listUnfinished(prefix);
       for (const u of found) {
-        await send(`aborting an unfinished upload of ${u.key}`, () =>
-          http.send({ method: 'DELETE', key: u.key, query: { uploadId: u.uploadId } }),
+        await send(`aborting an unfinished upload of ${u.Key}`, () =>
+          client.send(new AbortMultipartUploadCommand({ Bucket, ...u })),
         ).catch((error: StoreError) => {
           // Aborted meanwhile (by another cleanup): that is what we wanted.
           if (error.reason !== 'UploadGone') throw error;
