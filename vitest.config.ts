@@ -13,6 +13,7 @@ export const config = defineConfig({
             'shared/**/*.test.ts',
             'infra/**/*.test.ts',
             'scripts/**/*.test.ts',
+            'cli/**/*.test.ts',
           ],
           testTimeout: 30_000,
         },
