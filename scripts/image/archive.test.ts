@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ArchivedImage, OciArchive } from '../../infra/testbed/image-table/archive.ts';
+import { unpackImage } from '../../infra/testbed/image-table/unpack.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
 import { loadExport, loadLockKey } from '../../shared/runtime/load-handler.ts';
 import { type BuiltImage, ensureImage, IMAGE_REPO } from './build.ts';
 import { parseLock } from './deps.ts';
 import { selectImageFiles } from './inputs.ts';
-import { type OciImage, openOciArchive, unpackLayers } from './oci.ts';
 import { IMAGE_UID, nodeVersionOf } from './pins.ts';
 import { runInImage } from './sandbox.ts';
 
@@ -42,44 +43,52 @@ const packagesUnder = (dir: string, base: string): string[] =>
 describe('the image archive', () => {
   let tmp = '';
   let built: BuiltImage;
-  let image: OciImage;
+  let image: ArchivedImage;
   let rootfs = '';
-  const cfg = () => image.config.config;
-  const entrypoint = () => [...(cfg().Entrypoint ?? [])];
+  const cfg = () => image.config;
+  const entrypoint = () => [...cfg().entrypoint];
 
   beforeAll(async () => {
     if (process.getuid?.() !== 0) throw new Error('this test needs root (podman builds, mount namespaces)');
     built = await ensureImage({ root: ROOT, log: () => {} });
     tmp = await mkdtemp(join(tmpdir(), 'tideway-image-'));
-    image = await openOciArchive(built.archive, join(tmp, 'oci'));
-    rootfs = join(tmp, 'root');
-    await unpackLayers(image, rootfs);
+    // The test bed's reader and unpacker: every blob checked by digest, each layer by diff_id.
+    const archive = await OciArchive.open(built.archive);
+    try {
+      const images = await archive.images();
+      expect(images).toHaveLength(1);
+      image = images[0] as ArchivedImage;
+      rootfs = join(tmp, 'root');
+      await unpackImage(archive, image, rootfs);
+    } finally {
+      await archive.close();
+    }
   }, 900_000);
   afterAll(() => (tmp ? rm(tmp, { recursive: true, force: true }) : undefined));
 
   it('is named by its key, for this machine', () => {
     expect(built.archive).toMatch(/\/images\/tideway\/tideway-[0-9a-f]{12}\.oci\.tar$/);
     expect(image.ref).toBe(`${IMAGE_REPO}:${built.key.slice(0, 12)}`);
-    expect(image.config.os).toBe('linux');
-    expect(image.config.architecture).toBe(process.arch === 'x64' ? 'amd64' : process.arch);
+    expect(image.platform.os).toBe('linux');
+    expect(image.platform.architecture).toBe(process.arch === 'x64' ? 'amd64' : process.arch);
   });
 
   it('runs one function in the process as a numeric non-root user from /app; the function is the argument', () => {
-    expect(cfg().User).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
-    expect(cfg().WorkingDir).toBe('/app');
-    expect(cfg().Entrypoint).toEqual(['node', '/app/shared/runtime/worker.ts']);
-    expect(cfg().Cmd ?? []).toEqual([]);
+    expect(cfg().user).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
+    expect(cfg().workingDir).toBe('/app');
+    expect(cfg().entrypoint).toEqual(['node', '/app/shared/runtime/worker.ts']);
+    expect(cfg().cmd).toEqual([]);
   });
 
   it('has exactly its own environment: nothing of the build machine, no secret', () => {
-    expect(cfg().Env).toEqual([
+    expect(cfg().env).toEqual([
       'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
       'NODE_ENV=production',
       'HOME=/tmp',
       'npm_config_cache=/tmp/.npm',
       'TIDEWAY_SERVERLESS=/app/serverless.yml',
     ]);
-    for (const [k, v] of Object.entries(cfg().Labels ?? {}))
+    for (const [k, v] of Object.entries(image.labels))
       expect(`${k}=${v}`).not.toMatch(/secret|token|password|key=/i);
   });
 

@@ -1,5 +1,5 @@
+import type { ImageConfig } from '../../infra/testbed/image-table/image-config.ts';
 import { type RunResult, run } from './exec.ts';
-import type { ImageConfig } from './oci.ts';
 
 /** `uid[:gid]` of an image config (numeric only: there is no passwd lookup without a runtime). */
 export const userOf = (user: string | undefined): { uid: number; gid: number } => {
@@ -32,18 +32,16 @@ exec "$nsenter" --root="$root" --wd="$root$wd" --setuid="$uid" --setgid="$gid" -
  */
 export const runInImage = (o: {
   root: string;
-  config: ImageConfig['config'];
+  config: Pick<ImageConfig, 'user' | 'env' | 'workingDir'>;
   argv: readonly string[];
   /** Added to the config's environment, as a pod's `env` is. */
   env?: Record<string, string>;
   /** Overrides the config's user, e.g. 0 to show a write fails for lack of a writable root. */
   user?: string;
 }): Promise<RunResult> => {
-  const { uid, gid } = userOf(o.user ?? o.config.User);
+  const { uid, gid } = userOf(o.user ?? (o.config.user || undefined));
   const env: Record<string, string> = {
-    ...Object.fromEntries(
-      (o.config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
-    ),
+    ...Object.fromEntries(o.config.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
     ...o.env,
   };
   return run(
@@ -60,7 +58,7 @@ export const runInImage = (o: {
       o.root,
       String(uid),
       String(gid),
-      o.config.WorkingDir || '/',
+      o.config.workingDir || '/',
       ...o.argv,
     ],
     // The image's environment only; the host's PATH just long enough to find mount and nsenter.

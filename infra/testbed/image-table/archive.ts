@@ -23,6 +23,9 @@ export type ArchivedImage = {
   readonly manifestDigest: string;
   readonly manifest: OciManifest;
   readonly config: ImageConfig;
+  /** What it was built for, and its labels (metadata a runtime does not act on). */
+  readonly platform: { readonly os: string; readonly architecture: string };
+  readonly labels: Readonly<Record<string, string>>;
   readonly diffIds: readonly string[];
 };
 
@@ -167,6 +170,8 @@ export class OciArchive {
         manifestDigest: d.digest,
         manifest,
         config: imageConfigOf(config),
+        platform: { os: config.os, architecture: config.architecture },
+        labels: config.config?.Labels ?? {},
         diffIds: config.rootfs.diff_ids,
       });
     }

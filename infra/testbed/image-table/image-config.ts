@@ -54,6 +54,7 @@ export const zOciConfig = z.object({
       Entrypoint: z.array(z.string()).nullish(),
       Cmd: z.array(z.string()).nullish(),
       WorkingDir: z.string().nullish(),
+      Labels: z.record(z.string(), z.string()).nullish(),
     })
     .nullish(),
   rootfs: z.object({ type: z.literal('layers'), diff_ids: z.array(zDigest) }),
