@@ -21,7 +21,7 @@ const zEnv = z.object({
   NATS_URL: z.string().min(1, 'NATS_URL is required (e.g. nats://127.0.0.1:4222)'),
   TIDEWAY_SERVERLESS: z.string().default('serverless.yml'),
   TIDEWAY_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  TIDEWAY_NATS_REPLICAS: z.preprocess((v) => (v === '' ? undefined : v), zBusReplicas),
+  TIDEWAY_NATS_REPLICAS: zBusReplicas,
   /** Where /metrics, /healthz and /readyz listen: loopback locally, the pod's address in a pod. */
   TIDEWAY_OPS_HOST: z.string().min(1).default('127.0.0.1'),
   TIDEWAY_REPLICA: z.string().default('0'),
