@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
-import { keepTokensFresh, rbacManifestOf, writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
+import { keepTokensFresh, requireRoles, writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
 import { runTestbedForeground } from '../infra/testbed/cli.ts';
 import { envVars } from '../infra/testbed/env-file.ts';
 import { loadServerless } from '../shared/runtime/config.ts';
@@ -29,14 +29,9 @@ await runTestbedForeground({
     admin.loadFromFile(bed.kubeconfig);
     const kubeconfigs: Record<string, string> = {};
     const dir = join(root, '.tideway', 'local', 'kube');
-    for (const fn of Object.keys(config.functions)) {
-      // Fail closed: a function without roles of its own is not started with the admin's.
-      if (!rbacManifestOf(fn))
-        throw new Error(
-          `function ${fn} has no roles: infra/rbac/${fn}.yaml is missing. Every function runs as its own ServiceAccount with least privilege; add the file (see docs/architecture.md)`,
-        );
+    requireRoles(Object.keys(config.functions));
+    for (const fn of Object.keys(config.functions))
       kubeconfigs[fn] = await writeFunctionKubeconfig({ admin, fn, dir });
-    }
     const log = createLogger({ component: 'tideway-start' });
     tokens = keepTokensFresh({
       admin,

@@ -18,6 +18,18 @@ export const rbacManifestOf = (fn: string) => {
   return existsSync(file) ? file : undefined;
 };
 
+/**
+ * Fail closed: every function runs as its own ServiceAccount with least privilege, so one without
+ * roles of its own is not started at all (rather than with the admin's).
+ */
+export const requireRoles = (fns: readonly string[]) => {
+  const missing = fns.filter((fn) => !rbacManifestOf(fn));
+  if (missing.length > 0)
+    throw new Error(
+      `${missing.map((fn) => `function ${fn} has no roles: infra/rbac/${fn}.yaml is missing`).join('; ')}. Every function runs as its own ServiceAccount with least privilege; add the file (see docs/architecture.md)`,
+    );
+};
+
 const DAY = 86_400;
 
 /**
