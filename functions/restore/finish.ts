@@ -72,8 +72,8 @@ export const failRestore = async (
   const source = restore.status?.source ?? '';
   const safetyBackup = restore.status?.safetyBackup;
   const now = run.ctx.clock();
-  // The cluster first: a crash between the two leaves a Restore that is not finished yet (its
-  // next run ends it again), never a finished one whose cluster still says Restoring.
+  // The cluster first, then the Restore: a crash between the two leaves a Restore that is not
+  // finished yet rather than a finished one whose cluster still says Restoring.
   if (f.marked)
     await endRestoring(run, phase === 'RolledBack' ? 'RolledBack' : 'RestoreFailed', message, f.history);
   run.ctx.fence();

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateMultipartUploadCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
@@ -260,8 +260,18 @@ describe('backup', () => {
     await bk.create('kept', { cluster: { name: 'cache' }, deletionPolicy: 'Retain' });
     const kept = await bk.phase('kept', 'Completed');
     const keptKey = keyOf(kept.status?.location ?? '', s3.bucket);
+    // Parts an attempt of it left (a crash) are not kept with the object: they go with the Backup.
+    const raw = new S3Client({
+      endpoint: s3.endpoint,
+      region: s3.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
+    await raw.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key: keptKey }));
+    expect(await store.unfinished(keptKey)).toEqual([keptKey]);
     await bk.delete('kept');
     await bk.gone('kept');
+    expect(await store.unfinished(keptKey)).toEqual([]);
     expect((await store.head(keptKey))?.size).toBe(kept.status?.size);
     expect(await store.head(keptKey.replace(/\.rdb\.zst\.enc$/, '.manifest.json'))).toBeDefined();
     await store.delete(keptKey);
