@@ -10,7 +10,7 @@ import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { eventReasons, ipOf, redisClusters, refusals, startFunction } from '../support/redis.ts';
-import { backups, bedStore, restoredContent } from './support/backups.ts';
+import { backups, bedStore, bedStoreSpec, createS3Credentials, restoredContent } from './support/backups.ts';
 import { contentOf, expectSameContent, fillRandom } from './support/dataset.ts';
 import { binaryClient } from './support/resp.ts';
 import type { TestServer } from './support/servers.ts';
@@ -31,7 +31,6 @@ describe('backup beside failover', () => {
   const servers: TestServer[] = [];
   const rdc = redisClusters(b, () => ns);
   const bk = backups(b, () => ns);
-  const { s3 } = b.info;
 
   const onMaster = async <T>(f: (c: Awaited<ReturnType<typeof binaryClient>>) => Promise<T>) => {
     const rc = await rdc.get('fo');
@@ -60,29 +59,12 @@ describe('backup beside failover', () => {
         TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND: String(MiB),
       }),
     );
-    await b.core.createNamespacedSecret({
-      namespace: ns,
-      body: {
-        metadata: { name: 's3-creds' },
-        stringData: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey },
-      },
-    });
+    await createS3Credentials(b, ns);
     await rdc.apply('fo', {
       version: '7.0',
       replicas: 3,
       failover: { after: '3s' },
-      backup: {
-        store: {
-          s3: {
-            bucket: s3.bucket,
-            endpoint: s3.endpoint,
-            forcePathStyle: true,
-            prefix: `e2e/${ns}`,
-            credentialsSecret: { name: 's3-creds' },
-          },
-          compression: 'none',
-        },
-      },
+      backup: { store: bedStoreSpec(b, `e2e/${ns}`, { compression: 'none' }) },
     });
     await rdc.ready('fo');
     await onMaster(async (c) => {

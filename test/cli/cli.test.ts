@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { zBackupStatus, zRedisClusterStatus } from '../../shared/api/generated.ts';
-import { backups } from '../backup/support/backups.ts';
+import { backups, bedStoreSpec, createS3Credentials } from '../backup/support/backups.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
@@ -39,28 +39,11 @@ describe('tideway CLI', () => {
     workers.push(await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id }));
     for (const fn of ['reconcile', 'health', 'backup'])
       workers.push(await startFunction(b, ns, id, fn, { TIDEWAY_REPLICA: '0' }));
-    await b.core.createNamespacedSecret({
-      namespace: ns,
-      body: {
-        metadata: { name: 's3-creds' },
-        stringData: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey },
-      },
-    });
+    await createS3Credentials(b, ns);
     await rdc.apply('cache', {
       version: '7.0',
       replicas: 1,
-      backup: {
-        store: {
-          s3: {
-            bucket: s3.bucket,
-            endpoint: s3.endpoint,
-            forcePathStyle: true,
-            prefix: `e2e/${ns}`,
-            credentialsSecret: { name: 's3-creds' },
-          },
-          compression: 'zstd',
-        },
-      },
+      backup: { store: bedStoreSpec(b, `e2e/${ns}`) },
     });
     const rc = await rdc.ready('cache');
     const master = (await rdc.pods('cache')).find((p) => p.metadata?.name === rc.status?.master);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { backups, restoredContent } from '../backup/support/backups.ts';
+import { backups, bedStoreSpec, createS3Credentials, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
@@ -38,7 +38,6 @@ describe('restore interrupted', () => {
   const bk = backups(b, () => ns);
   const rs = restores(b, () => ns);
   const data = clusterData(b, () => ns, 'cache');
-  const { s3 } = b.info;
   let b1Content: Content;
 
   const restorer = async (env: Record<string, string> = {}) => {
@@ -104,23 +103,8 @@ describe('restore interrupted', () => {
     workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'backup', { TIDEWAY_REPLICA: '0' }));
-    await b.core.createNamespacedSecret({
-      namespace: ns,
-      body: {
-        metadata: { name: 's3-creds' },
-        stringData: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey },
-      },
-    });
-    const store = {
-      s3: {
-        bucket: s3.bucket,
-        endpoint: s3.endpoint,
-        forcePathStyle: true,
-        prefix: `e2e/${ns}`,
-        credentialsSecret: { name: 's3-creds' },
-      },
-      compression: 'zstd',
-    };
+    await createS3Credentials(b, ns);
+    const store = bedStoreSpec(b, `e2e/${ns}`);
     await rdc.apply('cache', { version: '7.0', replicas: 3, backup: { store } });
     await rdc.ready('cache');
     const c = await data.clientOf(await data.master());

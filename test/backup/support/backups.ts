@@ -107,3 +107,33 @@ export const restoredContent = async (
     c.close();
   }
 };
+
+/** The Secret `s3-creds` in `namespace`: the test bed's S3 credentials, as a user would give them. */
+export const createS3Credentials = (b: ReturnType<typeof bed>, namespace: string) =>
+  b.core.createNamespacedSecret({
+    namespace,
+    body: {
+      metadata: { name: 's3-creds' },
+      stringData: {
+        AWS_ACCESS_KEY_ID: b.info.s3.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: b.info.s3.secretAccessKey,
+      },
+    },
+  });
+
+/** A BackupStore on the test bed's bucket under `prefix`, with the credentials above (zstd unless said). */
+export const bedStoreSpec = (
+  b: ReturnType<typeof bed>,
+  prefix: string,
+  more: Record<string, unknown> = {},
+) => ({
+  s3: {
+    bucket: b.info.s3.bucket,
+    endpoint: b.info.s3.endpoint,
+    forcePathStyle: true,
+    prefix,
+    credentialsSecret: { name: 's3-creds' },
+  },
+  compression: 'zstd',
+  ...more,
+});
