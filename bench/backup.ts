@@ -67,7 +67,7 @@ export const benchBackup = async (o: {
 }) => {
   const rounds = o.rounds ?? 3;
   const dir = await mkdtemp(join(tmpdir(), 'twbed-bench-backup-'));
-  const s3 = await startS3({ dir, testbedId: 'bench-backup' });
+  const s3 = await startS3({ dir, testbedId: 'bench-backup', host: '127.0.0.1' });
   const servers: TestServer[] = [];
   const lines: string[] = [];
   const say = (l: string) => {

@@ -53,6 +53,7 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
     image: obj({
       repository: str('the one image that runs every function', { minLength: 1 }),
       tag: str('default: the chart’s appVersion'),
+      digest: str('sha256:<manifest digest>; wins over tag', { pattern: '^$|^sha256:[0-9a-f]{64}$' }),
       pullPolicy: { type: 'string', enum: ['Always', 'IfNotPresent', 'Never'] },
     }),
     imagePullSecrets: anyList('LocalObjectReference objects'),

@@ -1,3 +1,4 @@
+import { mkdir, rm, symlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { envVars, removeEnvFile, writeEnvFile } from './env-file.ts';
@@ -5,6 +6,20 @@ import { loadedImagesDir } from './image-table/index.ts';
 import { loadImageArchive } from './image-table/load.ts';
 import { cacheDir } from './paths.ts';
 import { startTestbed } from './testbed.ts';
+
+/**
+ * `.tideway/local/bin`: the `tideway` CLI, also as `kubectl-tideway` so that kubectl finds it as
+ * the plugin `kubectl tideway`, as `npm install -g` would link them (package.json's bin).
+ */
+const linkCli = async (root: string): Promise<string> => {
+  const dir = join(root, '.tideway', 'local', 'bin');
+  await mkdir(dir, { recursive: true });
+  for (const name of ['tideway', 'kubectl-tideway']) {
+    await rm(join(dir, name), { force: true });
+    await symlink(join(root, 'cli', 'tideway'), join(dir, name));
+  }
+  return dir;
+};
 
 /**
  * Runs the test bed in the foreground until Ctrl-C or SIGTERM, with `.tideway/local/env` written
@@ -25,6 +40,7 @@ export const runTestbedForeground = async (opts: {
     stopping = true;
     log(`[tideway] ${signal}: stopping`);
     await removeEnvFile(envFile);
+    await rm(join(opts.root, '.tideway', 'local', 'bin'), { recursive: true, force: true });
     await opts.onStop?.().catch((error: unknown) => log(`[tideway] stop: ${String(error)}`));
     await bed.stop();
     log('[tideway] stopped; nothing left behind');
@@ -34,7 +50,8 @@ export const runTestbedForeground = async (opts: {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   try {
     const extra = (await opts.onReady?.(bed)) ?? {};
-    await writeEnvFile(envFile, envVars(bed, extra), dirname(bed.kubectl));
+    const cliDir = await linkCli(opts.root);
+    await writeEnvFile(envFile, envVars(bed, extra), `${cliDir}:${dirname(bed.kubectl)}`);
   } catch (error) {
     log(`[tideway] start failed: ${error instanceof Error ? error.message : String(error)}`);
     await shutdown('error');

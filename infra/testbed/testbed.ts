@@ -88,8 +88,8 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
         serviceCidr: network.serviceCidr,
         clusterCidr: network.podCidr,
       }).then(stoppable((r) => r.stop())),
-      startNats(base).then(stoppable((r) => r.server.stop())),
-      startS3(base).then(stoppable((r) => r.server.stop())),
+      startNats({ ...base, host: network.hostIp }).then(stoppable((r) => r.server.stop())),
+      startS3({ ...base, host: network.hostIp }).then(stoppable((r) => r.server.stop())),
       startHostRedis(base).then(stoppable((r) => r.server.stop())),
     ]);
 
@@ -182,6 +182,7 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       apiServerUrl: cp.url,
       kubectl: bin('kubectl'),
       natsUrl: nats.url,
+      natsMonitorUrl: nats.monitorUrl,
       s3: {
         endpoint: s3.endpoint,
         region: s3.region,

@@ -17,7 +17,7 @@ import { objectLocks } from './object-lock.ts';
 import { startOpsServer } from './ops-server.ts';
 import { stopBudget } from './stop-budget.ts';
 
-const zEnv = z.object({
+export const zWorkerEnv = z.object({
   NATS_URL: z.string().min(1, 'NATS_URL is required (e.g. nats://127.0.0.1:4222)'),
   TIDEWAY_SERVERLESS: z.string().default('serverless.yml'),
   TIDEWAY_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
@@ -31,9 +31,10 @@ const zEnv = z.object({
   TIDEWAY_WATCH_NAMESPACE: zNamespaceName.optional(),
   /**
    * Seconds between SIGTERM and the SIGKILL that follows it (the pod's
-   * terminationGracePeriodSeconds; Kubernetes' default): the whole stop fits in it.
+   * terminationGracePeriodSeconds; Kubernetes' default): the whole stop fits in it. Kubernetes
+   * sets no bound; a function's pod has its timeout (up to an hour) plus a margin.
    */
-  TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS: z.coerce.number().int().min(2).max(3600).default(30),
+  TIDEWAY_TERMINATION_GRACE_PERIOD_SECONDS: z.coerce.number().int().min(2).max(86_400).default(30),
 });
 
 /**
@@ -42,7 +43,7 @@ const zEnv = z.object({
  * SIGTERM drains in-flight work before exiting.
  */
 export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.env) => {
-  const parsed = zEnv.safeParse(env);
+  const parsed = zWorkerEnv.safeParse(env);
   const log = createLogger({ function: name, replica: env.TIDEWAY_REPLICA ?? '0' });
   if (!parsed.success) {
     log.error('bad environment', {

@@ -3,12 +3,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { GRACE_MARGIN_SECONDS } from '../../infra/helm/functions.ts';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
+import { installKedaCrds } from '../../infra/helm/local/keda.ts';
 import { STREAM } from '../../shared/events/subjects.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
+import { zWorkerEnv } from '../../shared/runtime/worker.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { helm, type Manifest, named, ofKind, render, sets } from './helm.ts';
-import { installKedaCrds } from './keda-operator.ts';
 
 const ROOT = join(CHART_DIR, '..', '..', '..');
 const config = await loadServerless(join(ROOT, 'serverless.yml'));
@@ -43,7 +44,7 @@ describe("Tideway's Helm chart", () => {
     ns = await createNamespace(b.core, 'helm');
     served = [await createNamespace(b.core, 'helm-a'), await createNamespace(b.core, 'helm-b')];
     // KEDA's CRDs at its pin, for the ScaledObjects (from its module; KEDA itself is not needed).
-    await installKedaCrds(b);
+    await installKedaCrds(b.info, (m) => process.stderr.write(`${m}\n`));
   });
 
   describe('helm lint', () => {
@@ -126,6 +127,18 @@ describe("Tideway's Helm chart", () => {
       expect(envOf(named(objects, 'Deployment', 'tideway-restore')).TIDEWAY_RESTORE_FEED_HOST).toEqual({
         fieldRef: { fieldPath: 'status.podIP' },
       });
+    });
+
+    it("gives every function an environment its worker accepts (found by running the image: backup's grace)", async () => {
+      const { objects } = await render(ns, { 'nats.replicas': '1' });
+      for (const d of ofKind(objects, 'Deployment')) {
+        // Values from the downward API or a Secret are what the pod would hold.
+        const env = Object.fromEntries(
+          Object.entries(envOf(d)).map(([k, v]) => [k, typeof v === 'string' ? v : 'from-the-pod']),
+        );
+        const parsed = zWorkerEnv.safeParse(env);
+        expect(parsed.error?.issues ?? [], d.metadata.name).toEqual([]);
+      }
     });
 
     it("takes a function's own NODE_OPTIONS in place of the chart's, once", async () => {

@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
-import { bin } from '../../infra/testbed/paths.ts';
+import { type HelmResult, helm as runHelm, sets } from '../../infra/helm/local/helm.ts';
+
+export { type HelmResult, sets };
 
 /** A Kubernetes object as helm renders it (only what the tests read is typed). */
 export type Manifest = {
@@ -14,22 +14,8 @@ export type Manifest = {
   [k: string]: unknown;
 };
 
-export type HelmResult = { code: number; stdout: string; stderr: string };
-
-/** The test bed's helm (built at its pin, infra/testbed/build); never throws, says how it ended. */
-export const helm = async (...args: string[]): Promise<HelmResult> => {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(bin('helm'), args, { maxBuffer: 64 << 20 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-};
-
-/** `--set` arguments from pairs. */
-export const sets = (values: Record<string, string>): string[] =>
-  Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+/** The test bed's helm, not against a cluster (lint, template). */
+export const helm = (...args: string[]): Promise<HelmResult> => runHelm(args);
 
 /** `helm template` of Tideway's chart as release `tideway` in `namespace`; fails on an error. */
 export const render = async (

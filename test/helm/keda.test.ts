@@ -5,6 +5,12 @@ import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
+import {
+  installKedaCrds,
+  type KedaOperator,
+  natsMonitoringEndpoint,
+  startKedaOperator,
+} from '../../infra/helm/local/keda.ts';
 import { ensureGoBinaries } from '../../infra/testbed/build/ensure.ts';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
@@ -14,22 +20,15 @@ import { loadServerless } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { named, render } from './helm.ts';
-import {
-  installKedaCrds,
-  type KedaOperator,
-  natsMonitoringEndpoint,
-  startKedaOperator,
-} from './keda-operator.ts';
 
 const log = (m: string) => process.stderr.write(`${m}\n`);
 const FN = 'reconcile';
 
 /**
- * Issue 14 item 6, as far as it goes without Tideway's image running: the chart's ScaledObject for
- * an event function, given to the real KEDA operator (built at its pin) with the test bed's NATS,
- * takes the function to zero while its consumer has no lag, to one when events wait, and back.
- * The pods are a stand-in (the image does not run on the test bed yet): KEDA scales the
- * Deployment, whatever its pods run.
+ * Issue 14 item 6, KEDA's side alone: the chart's ScaledObject for an event function, given to the
+ * real KEDA operator (built at its pin) with the test bed's NATS, takes the function to zero while
+ * its consumer has no lag, to one when events wait, and back. The pods are a stand-in, so that the
+ * test settles the events itself; test/helm/install.test.ts has Tideway's own pods scaled so.
  */
 describe('KEDA scales an event function on its consumer, from the chart', () => {
   const b = bed();
@@ -48,7 +47,7 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
   beforeAll(async () => {
     // Cached after the first build; cold, it takes minutes (docs/helm.md).
     await ensureGoBinaries(log, { keda: true });
-    await installKedaCrds(b);
+    await installKedaCrds(b.info, log);
     ns = await createNamespace(b.core, 'keda-fn');
     kedaNs = await createNamespace(b.core, 'keda');
     dir = await mkdtemp(join(tmpdir(), 'tideway-keda-'));

@@ -24,6 +24,58 @@ const workers = () =>
     });
 const ipForward = () => readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
 
+/**
+ * Runs `npm start` (scripts/start.ts with `args`) until `body` is done, then Ctrl-C: it must be
+ * gone within 15 s with nothing left behind (issue 14).
+ */
+const runStart = async (args: readonly string[], body: (sh: (cmd: string) => string) => Promise<void>) => {
+  const forwardBefore = ipForward();
+  const child = spawn(process.execPath, [join(root, 'scripts', 'start.ts'), ...args], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  try {
+    await until('the env file', async () => (existsSync(envFile) ? true : undefined), 600_000, 500).catch(
+      (error: unknown) => {
+        throw new Error(`${String(error)}\n${stderr.slice(-3000)}`);
+      },
+    );
+    /** A command in a shell that sourced the env file, as the README says to. */
+    const sh = (cmd: string) =>
+      execFileSync('bash', ['-c', `. '${envFile}' && ${cmd}`], { encoding: 'utf8' }).trim();
+    await body(sh);
+  } finally {
+    const stopAt = performance.now();
+    child.kill('SIGINT');
+    expect(await exited, stderr.slice(-2000)).toBe(0);
+    // Issue 14: gone within 15 s of Ctrl-C, functions (grace 10 s) and the test bed.
+    expect(performance.now() - stopAt, stderr.slice(-2000)).toBeLessThan(15_000);
+  }
+  expect(existsSync(envFile)).toBe(false);
+  // The functions' ServiceAccount tokens go with the cluster, and the CLI's links with the file.
+  expect(existsSync(join(root, '.tideway', 'local', 'kube'))).toBe(false);
+  expect(existsSync(join(root, '.tideway', 'local', 'bin'))).toBe(false);
+  expect(await findLeftovers()).toEqual([]);
+  expect(workers()).toEqual([]);
+  expect(ipForward()).toBe(forwardBefore);
+};
+
+/** The webhook answers where the env file says, and refuses what is not signed. */
+const expectWebhook = async (sh: (cmd: string) => string) => {
+  const hookUrl = sh('printf %s "$TIDEWAY_WEBHOOK_URL"');
+  expect((await fetch(`${hookUrl}/healthz`)).status).toBe(200);
+  const unsigned = await fetch(`${hookUrl}/v1/namespaces/default/redisclusters/x/backup`, {
+    method: 'POST',
+    body: '{}',
+  });
+  expect(unsigned.status).toBe(401);
+};
+
 // Runs after the e2e suite (a separate vitest invocation, see scripts/test.ts), so its first
 // check is that the suite's test bed left nothing behind.
 describe('test bed lifecycle', () => {
@@ -33,18 +85,7 @@ describe('test bed lifecycle', () => {
   });
 
   it('npm start writes the env file when ready, and Ctrl-C stops everything', async () => {
-    const forwardBefore = ipForward();
-    const child = spawn(process.execPath, [join(root, 'scripts', 'start.ts')], {
-      cwd: root,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    try {
-      await until('the env file', async () => (existsSync(envFile) ? true : undefined), 300_000, 500);
+    await runStart([], async (sh) => {
       const env = readFileSync(envFile, 'utf8');
       for (const key of [
         'KUBECONFIG',
@@ -59,61 +100,61 @@ describe('test bed lifecycle', () => {
       ]) {
         expect(env).toContain(`export ${key}=`);
       }
-      // The webhook answers where the file says, and refuses what is not signed.
-      const hookUrl = execFileSync('bash', ['-c', `. '${envFile}' && printf %s "$TIDEWAY_WEBHOOK_URL"`], {
-        encoding: 'utf8',
-      });
-      expect((await fetch(`${hookUrl}/healthz`)).status).toBe(200);
-      expect(
-        (
-          await fetch(`${hookUrl}/v1/namespaces/default/redisclusters/x/backup`, {
-            method: 'POST',
-            body: '{}',
-          })
-        ).status,
-      ).toBe(401);
-      // The file is usable as documented: source it, then kubectl talks to the cluster.
-      const nodes = execFileSync('bash', ['-c', `. '${envFile}' && kubectl get nodes -o name`], {
-        encoding: 'utf8',
-      });
-      expect(nodes.trim()).toBe('node/tideway-node-0');
+      await expectWebhook(sh);
+      // The file is usable as documented: source it, then kubectl, helm and the CLI are there.
+      expect(sh('kubectl get nodes -o name')).toBe('node/tideway-node-0');
+      expect(sh('helm version --short')).toMatch(/^v3\./);
+      expect(sh('kubectl tideway --version')).toMatch(/^tideway \d/);
       // The operator runs: the CRDs are served and a watcher replica holds its Lease.
-      const kubectl = (cmd: string) =>
-        execFileSync('bash', ['-c', `. '${envFile}' && ${cmd}`], { encoding: 'utf8' }).trim();
-      expect(kubectl('kubectl get crd redisclusters.tideway.dev -o name')).toBe(
+      expect(sh('kubectl get crd redisclusters.tideway.dev -o name')).toBe(
         'customresourcedefinition.apiextensions.k8s.io/redisclusters.tideway.dev',
       );
       await until(
         'the watcher leads',
         async () =>
-          kubectl(
+          sh(
             'kubectl -n tideway-system get lease tideway-watcher -o jsonpath={.spec.holderIdentity} 2>/dev/null || true',
           ) || undefined,
         60_000,
         500,
       );
       // Work in flight when Ctrl-C comes: a cluster being created.
-      kubectl(
+      sh(
         `printf '%s' '{"apiVersion":"tideway.dev/v1alpha1","kind":"RedisCluster","metadata":{"name":"inflight","namespace":"default"},"spec":{"replicas":3}}' | kubectl apply -f -`,
       );
       await until(
         'its StatefulSet',
-        async () => kubectl('kubectl get statefulset inflight -o name 2>/dev/null || true') || undefined,
+        async () => sh('kubectl get statefulset inflight -o name 2>/dev/null || true') || undefined,
         60_000,
         200,
       );
-    } finally {
-      const stopAt = performance.now();
-      child.kill('SIGINT');
-      expect(await exited, stderr.slice(-2000)).toBe(0);
-      // Issue 14: gone within 15 s of Ctrl-C, functions (grace 10 s) and the test bed.
-      expect(performance.now() - stopAt, stderr.slice(-2000)).toBeLessThan(15_000);
-    }
-    expect(existsSync(envFile)).toBe(false);
-    // The functions' ServiceAccount tokens go with the cluster.
-    expect(existsSync(join(root, '.tideway', 'local', 'kube'))).toBe(false);
-    expect(await findLeftovers()).toEqual([]);
-    expect(workers()).toEqual([]);
-    expect(ipForward()).toBe(forwardBefore);
+    });
+  });
+
+  it('npm start -- --chart installs Tideway with helm: the functions are pods from its image', async () => {
+    await runStart(['--chart'], async (sh) => {
+      expect(sh('helm list -n tideway-system -q')).toBe('tideway');
+      expect(sh('command -v tideway kubectl-tideway').split('\n')).toHaveLength(2);
+      expect(sh('kubectl tideway --version')).toMatch(/^tideway \d/);
+      const images = sh(
+        'kubectl -n tideway-system get pods -l app.kubernetes.io/instance=tideway -o jsonpath=\'{range .items[*]}{.status.containerStatuses[0].imageID}{"\\n"}{end}\'',
+      ).split('\n');
+      expect(images.length).toBeGreaterThan(0);
+      for (const id of images) expect(id).toMatch(/^localhost\/tideway@sha256:/);
+      await expectWebhook(sh);
+      // The main job, done by the pods: a cluster applied with kubectl becomes Ready.
+      sh(
+        `printf '%s' '{"apiVersion":"tideway.dev/v1alpha1","kind":"RedisCluster","metadata":{"name":"first","namespace":"default"},"spec":{"replicas":1}}' | kubectl apply -f -`,
+      );
+      await until(
+        'RedisCluster first Ready',
+        async () =>
+          sh('kubectl get rediscluster first -o jsonpath={.status.phase} 2>/dev/null || true') === 'Ready'
+            ? true
+            : undefined,
+        240_000,
+        1000,
+      );
+    });
   });
 });

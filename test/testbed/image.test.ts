@@ -8,19 +8,6 @@ import { bed, createNamespace, until } from '../support/bed.ts';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-/** What the API server's ServiceAccount admission adds to a pod (disabled on the test bed). */
-const kubeApiAccess = {
-  name: 'kube-api-access',
-  projected: {
-    sources: [
-      { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
-      { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
-      { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
-    ],
-  },
-};
-const apiAccessMount = { name: 'kube-api-access', mountPath: SA_DIR, readOnly: true };
-
 /**
  * Runs inside Tideway's image (node, no shell) and reports what the container sees as JSON on
  * its termination log: who and where it is, its environment, its volumes, and what the API
@@ -32,6 +19,16 @@ const https = require('node:https');
 const attempt = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };
 const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } };
 const token = read('${SA_DIR}/token');
+const report = (user) => fs.writeFileSync('/dev/termination-log', JSON.stringify({
+  cwd: process.cwd(), uid: process.getuid(), gid: process.getgid(),
+  hostname: require('node:os').hostname(), hosts: read('/etc/hosts').split('\\n').slice(-2)[0],
+  imageEnv: process.env.TIDEWAY_SERVERLESS, home: process.env.HOME, podEnv: process.env.FROM_POD,
+  config: read('/etc/tw/config/greeting'), secret: read('/etc/tw/secret/password'),
+  namespace: read('${SA_DIR}/namespace'), tokenParts: token.split('.').length, user,
+  writeRoot: attempt(() => fs.writeFileSync('/written', 'x')),
+  writeTmp: attempt(() => fs.writeFileSync('/tmp/written', 'x')),
+  writeApp: attempt(() => fs.writeFileSync('/app/package.json', 'x')),
+}));
 const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
 const req = https.request({
   host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT,
@@ -41,22 +38,10 @@ const req = https.request({
 }, (res) => {
   let data = '';
   res.on('data', (c) => { data += c; });
-  res.on('end', () => {
-    const report = {
-      cwd: process.cwd(), uid: process.getuid(), gid: process.getgid(),
-      hostname: require('node:os').hostname(), hosts: read('/etc/hosts').split('\\n').slice(-2)[0],
-      imageEnv: process.env.TIDEWAY_SERVERLESS, home: process.env.HOME, podEnv: process.env.FROM_POD,
-      config: read('/etc/tw/config/greeting'), secret: read('/etc/tw/secret/password'),
-      namespace: read('${SA_DIR}/namespace'), tokenParts: token.split('.').length,
-      user: JSON.parse(data).status?.userInfo?.username ?? data,
-      writeRoot: attempt(() => fs.writeFileSync('/written', 'x')),
-      writeTmp: attempt(() => fs.writeFileSync('/tmp/written', 'x')),
-      writeApp: attempt(() => fs.writeFileSync('/app/package.json', 'x')),
-    };
-    fs.writeFileSync('/dev/termination-log', JSON.stringify(report));
-  });
+  res.on('end', () => report(JSON.parse(data).status?.userInfo?.username ?? data));
 });
-req.on('error', (e) => { fs.writeFileSync('/dev/termination-log', 'api: ' + e.message); process.exit(3); });
+// Without a token or CA (no volume) the call fails; the rest is still reported.
+req.on('error', (e) => report('api: ' + e.message));
 req.end(body);
 `;
 
@@ -107,7 +92,6 @@ describe("Tideway's image on the test bed's node", () => {
         spec: {
           restartPolicy: 'Never',
           terminationGracePeriodSeconds: 1,
-          serviceAccountName: 'default', // as admission sets it; a token volume needs it named
           ...spec,
           containers: (spec.containers ?? []).map((c) => ({ image, ...c })),
         },
@@ -126,14 +110,12 @@ describe("Tideway's image on the test bed's node", () => {
     volumeMounts: [
       { name: 'config', mountPath: '/etc/tw/config' },
       { name: 'secret', mountPath: '/etc/tw/secret' },
-      apiAccessMount,
     ],
     ...extra,
   });
   const reporterVolumes = [
     { name: 'config', configMap: { name: 'greeting' } },
     { name: 'secret', secret: { secretName: 'password' } },
-    kubeApiAccess,
   ];
 
   beforeAll(async () => {
@@ -190,6 +172,24 @@ describe("Tideway's image on the test bed's node", () => {
       writeApp: 'EROFS',
     });
     expect(r.hosts).toMatch(/^\d+\.\d+\.\d+\.\d+\tread-only$/);
+    // The token came as on a real cluster: the API server's ServiceAccount admission named the
+    // default account and added the kube-api-access volume; the pod asked for neither.
+    const admitted = await b.core.readNamespacedPod({ namespace: ns, name: 'read-only' });
+    expect(admitted.spec?.serviceAccountName).toBe('default');
+    expect(admitted.spec?.volumes?.map((v) => v.name)).toContainEqual(
+      expect.stringMatching(/^kube-api-access-/),
+    );
+  });
+
+  it('mounts no token in a pod that opts out (automountServiceAccountToken: false)', async () => {
+    const r = reportOf(
+      await runPod('no-token', {
+        automountServiceAccountToken: false,
+        containers: [reporter()],
+        volumes: reporterVolumes,
+      }),
+    );
+    expect(r).toMatchObject({ tokenParts: 1, namespace: 'ENOENT' });
   });
 
   it('lets the pod override the working directory and user, on a writable root of its own', async () => {
@@ -241,10 +241,8 @@ describe("Tideway's image on the test bed's node", () => {
           args: ['health'],
           env: [{ name: 'NATS_URL', value: 'nats://192.0.2.1:4222' }],
           terminationMessagePolicy: 'FallbackToLogsOnError',
-          volumeMounts: [apiAccessMount],
         },
       ],
-      volumes: [kubeApiAccess],
     });
     // worker.ts found /app/serverless.yml from the image's env, loaded the health function,
     // asked the API server (through the kubernetes Service, with the mounted token and CA) who

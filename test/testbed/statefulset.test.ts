@@ -96,6 +96,9 @@ describe('a StatefulSet of redis pods on the test bed', () => {
                   },
                   livenessProbe: { tcpSocket: { port: 6379 }, periodSeconds: 2, failureThreshold: 3 },
                   volumeMounts: [{ name: 'data', mountPath: '/data' }],
+                  // Burstable: the API server fixes a pod's QoS class at creation, and a node
+                  // that writes another one has every status write refused (the pods stay Pending).
+                  resources: { requests: { cpu: '10m', memory: '32Mi' } },
                 },
               ],
             },
@@ -117,6 +120,8 @@ describe('a StatefulSet of redis pods on the test bed', () => {
 
   it('runs all three pods to Ready, each with a bound PVC', async () => {
     for (const name of [`${APP}-0`, `${APP}-1`, `${APP}-2`]) await readyPod(name);
+    const pod = await b.core.readNamespacedPod({ namespace: ns, name: `${APP}-0` });
+    expect(pod.status?.qosClass).toBe('Burstable');
     const pvcs = await b.core.listNamespacedPersistentVolumeClaim({ namespace: ns });
     expect(pvcs.items.map((c) => c.status?.phase)).toEqual(['Bound', 'Bound', 'Bound']);
   });

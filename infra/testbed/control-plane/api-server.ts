@@ -57,9 +57,6 @@ export const startApiServer = async (o: ApiServerOptions): Promise<ApiServer> =>
       `--service-cluster-ip-range=${o.serviceCidr}`,
       '--authorization-mode=RBAC',
       '--allow-privileged=true',
-      // Pods get no projected service-account token volume: the node agent runs workloads that
-      // never call the API server. Tideway's functions authenticate with their own kubeconfig.
-      '--disable-admission-plugins=ServiceAccount',
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--v=1',

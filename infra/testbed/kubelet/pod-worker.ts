@@ -246,7 +246,11 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
           log: logFile,
           marker: { [TESTBED_ENV_MARKER]: ctx.testbedId },
         });
-        prepared = { ...oci, imageId: `${found.held.ref}@${found.held.manifestDigest}`, oci: true };
+        prepared = {
+          ...oci,
+          imageId: `${repositoryOf(found.held.ref)}@${found.held.manifestDigest}`,
+          oci: true,
+        };
       } else if (found.kind === 'table') {
         const table = await prepareTableContainer({
           image,
@@ -387,7 +391,8 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       ].map(withTimes),
       initContainerStatuses: runs.filter((r) => r.init).map(containerStatus),
       containerStatuses: main.map(containerStatus),
-      qosClass: 'BestEffort',
+      // The API server set it at creation and refuses a change: every status write would fail.
+      qosClass: pod.status?.qosClass ?? 'BestEffort',
     } as V1PodStatus;
   };
 
@@ -511,3 +516,6 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     },
   };
 };
+
+/** `name:tag` → `name`: containerd reports a held image as repository@digest, without its tag. */
+const repositoryOf = (ref: string) => ref.replace(/:[^/:]*$/, '');

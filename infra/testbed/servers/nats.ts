@@ -7,18 +7,21 @@ import { freePort } from '../process/ports.ts';
 
 export type Nats = { readonly url: string; readonly monitorUrl: string; readonly server: Component };
 
-/** nats-server with file-backed JetStream on 127.0.0.1; data survives a kill and restart. */
-export const startNats = async (o: { dir: string; testbedId: string }): Promise<Nats> => {
+/**
+ * nats-server with file-backed JetStream; data survives a kill and restart. It listens on `host`,
+ * the pod bridge's address, so that functions running as pods reach it as local ones do.
+ */
+export const startNats = async (o: { dir: string; testbedId: string; host: string }): Promise<Nats> => {
   const dir = join(o.dir, 'nats');
   await mkdir(join(dir, 'jetstream'), { recursive: true });
-  const [port, monitorPort] = [await freePort(), await freePort()];
+  const [port, monitorPort] = [await freePort(o.host), await freePort(o.host)];
   const config = join(dir, 'nats.conf');
   await writeFile(
     config,
     [
       'server_name: tideway-testbed',
-      `listen: 127.0.0.1:${port}`,
-      `http: 127.0.0.1:${monitorPort}`,
+      `listen: ${o.host}:${port}`,
+      `http: ${o.host}:${monitorPort}`,
       'jetstream {',
       `  store_dir: "${join(dir, 'jetstream')}"`,
       '  max_memory_store: 256MB',
@@ -27,7 +30,7 @@ export const startNats = async (o: { dir: string; testbedId: string }): Promise<
       '',
     ].join('\n'),
   );
-  const monitorUrl = `http://127.0.0.1:${monitorPort}`;
+  const monitorUrl = `http://${o.host}:${monitorPort}`;
   const server = component('nats', async () => {
     const proc = startProcess({
       name: 'nats',
@@ -40,5 +43,5 @@ export const startNats = async (o: { dir: string; testbedId: string }): Promise<
     return proc;
   });
   await server.start();
-  return { url: `nats://127.0.0.1:${port}`, monitorUrl, server };
+  return { url: `nats://${o.host}:${port}`, monitorUrl, server };
 };

@@ -16,12 +16,13 @@ export type S3Server = {
 
 /**
  * versitygw, a maintained S3 gateway, over a directory (a bucket is a directory). Credentials
- * are random per run; the region is the SDK's usual default.
+ * are random per run; the region is the SDK's usual default. It listens on `host`, the pod
+ * bridge's address, so that a backup running in a pod reaches the same endpoint.
  */
-export const startS3 = async (o: { dir: string; testbedId: string }): Promise<S3Server> => {
+export const startS3 = async (o: { dir: string; testbedId: string; host: string }): Promise<S3Server> => {
   const dir = join(o.dir, 's3');
   await mkdir(join(dir, 'data'), { recursive: true });
-  const port = await freePort();
+  const port = await freePort(o.host);
   const accessKeyId = `tw${randomBytes(8).toString('hex')}`;
   const secretAccessKey = randomBytes(24).toString('base64url');
   const region = 'us-east-1';
@@ -29,15 +30,15 @@ export const startS3 = async (o: { dir: string; testbedId: string }): Promise<S3
     const proc = startProcess({
       name: 's3',
       command: bin('versitygw'),
-      args: ['--port', `127.0.0.1:${port}`, '--region', region, 'posix', join(dir, 'data')],
+      args: ['--port', `${o.host}:${port}`, '--region', region, 'posix', join(dir, 'data')],
       // Root credentials through the environment: never on a command line (ps would show them).
       env: { ROOT_ACCESS_KEY: accessKeyId, ROOT_SECRET_KEY: secretAccessKey },
       logFile: join(dir, 's3.log'),
       testbedId: o.testbedId,
     });
-    await waitReady(proc, () => canConnect('127.0.0.1', port));
+    await waitReady(proc, () => canConnect(o.host, port));
     return proc;
   });
   await server.start();
-  return { endpoint: `http://127.0.0.1:${port}`, region, accessKeyId, secretAccessKey, server };
+  return { endpoint: `http://${o.host}:${port}`, region, accessKeyId, secretAccessKey, server };
 };

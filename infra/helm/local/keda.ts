@@ -1,56 +1,33 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureKedaCrds } from '../../infra/testbed/build/index.ts';
-import { bin, TESTBED_ENV_MARKER } from '../../infra/testbed/paths.ts';
-import type { TestbedInfo } from '../../infra/testbed/types.ts';
-import { type bed, until } from '../support/bed.ts';
+import { promisify } from 'node:util';
+import { ensureKedaCrds, type Log } from '../../testbed/build/index.ts';
+import { bin, TESTBED_ENV_MARKER } from '../../testbed/paths.ts';
+import type { TestbedInfo } from '../../testbed/types.ts';
 
-/** KEDA's CRDs at its pin (from its module) on the test bed, served. Idempotent. */
-export const installKedaCrds = async (b: ReturnType<typeof bed>): Promise<void> => {
-  const dir = await ensureKedaCrds((m) => process.stderr.write(`${m}\n`));
-  await b.kubectl('apply', '--server-side', '--field-manager=tideway-tests', '-f', dir);
-  await until('KEDA CRDs established', async () => {
-    const crd = await b.apiext.readCustomResourceDefinition({ name: 'scaledobjects.keda.sh' });
-    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
-      ? true
-      : undefined;
-  });
+/** KEDA's CRDs at its pin (from its module) on the test bed, established. Idempotent. */
+export const installKedaCrds = async (info: TestbedInfo, log: Log): Promise<void> => {
+  const dir = await ensureKedaCrds(log);
+  const kubectl = (...args: string[]) =>
+    promisify(execFile)(info.kubectl, args, { env: { ...process.env, KUBECONFIG: info.kubeconfig } });
+  await kubectl('apply', '--server-side', '--field-manager=tideway-testbed', '-f', dir);
+  await kubectl('wait', '--for=condition=Established', '--timeout=60s', '-f', dir);
 };
 
 export type KedaOperator = { stop(): Promise<void>; output(): string; exitCode(): number | null };
 
-/**
- * host:port of the test bed's NATS monitoring endpoint, where KEDA reads consumer lag. The test
- * bed does not report it (TestbedInfo has no such field yet), so it is read from the NATS
- * configuration the test bed wrote (infra/testbed/servers/nats.ts).
- */
-export const natsMonitoringEndpoint = (info: TestbedInfo): string => {
-  const file = join(info.dir, 'nats', 'nats.conf');
-  const endpoint = existsSync(file) ? /^http: (\S+)$/m.exec(readFileSync(file, 'utf8'))?.[1] : undefined;
-  if (!endpoint) throw new Error(`no monitoring endpoint (http: host:port) in ${file}`);
-  return endpoint;
-};
+/** host:port of the test bed's NATS monitoring endpoint, where KEDA reads consumer lag. */
+export const natsMonitoringEndpoint = (info: TestbedInfo): string => new URL(info.natsMonitorUrl).host;
 
 /** A CA and a serving certificate for the operator's metrics service, which will not start without. */
 const writeCerts = (dir: string) => {
   mkdirSync(dir, { recursive: true });
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
   ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.crt',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=keda-ca',
+    ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt'],
+    ...['-days', '2', '-subj', '/CN=keda-ca'],
   );
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', '/CN=keda');
   writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
