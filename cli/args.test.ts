@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCommand } from './args.ts';
+import { COMMANDS, type CommandPath, GLOBAL_FLAGS, OPTIONS, parseCommand, SUBCOMMANDS } from './args.ts';
 import { UsageError } from './errors.ts';
 
 const usage = (argv: string[]) => {
@@ -66,7 +66,8 @@ describe('parseCommand', () => {
     expect(usage(['backup', 'cache'])).toContain("'tideway backup' takes 'now'");
     expect(usage(['frobnicate'])).toContain('unknown command "frobnicate"');
     expect(usage(['status', 'cache', '--bogus'])).toContain('--bogus');
-    expect(usage(['completion', 'zsh'])).toContain('bash');
+    expect(usage(['completion', 'fish'])).toContain('completion supports: bash, zsh');
+    expect(usage(['version', '-n', 'demo'])).toContain("'tideway version' has no flag --namespace");
     expect(usage(['backup', 'now', 'cache', '-n', 'Bad NS'])).toContain('namespace "Bad NS"');
   });
 
@@ -74,5 +75,40 @@ describe('parseCommand', () => {
     expect(parseCommand([])).toEqual({ cmd: 'help' });
     expect(parseCommand(['status', '--help'])).toEqual({ cmd: 'help' });
     expect(parseCommand(['completion', 'bash'])).toEqual({ cmd: 'completion', shell: 'bash' });
+    expect(parseCommand(['completion', 'zsh'])).toEqual({ cmd: 'completion', shell: 'zsh' });
+  });
+
+  // The completion scripts are generated from COMMANDS; this proves COMMANDS is what the parser
+  // takes: every command in it parses, and each accepts exactly the flags it lists.
+  it('COMMANDS is what the parser accepts: each command, and exactly its flags', () => {
+    const argsOf = (p: CommandPath) => [
+      ...p.split(' '),
+      ...(COMMANDS[p].arg === 'cluster' ? ['cache'] : COMMANDS[p].arg === 'shell' ? ['zsh'] : []),
+    ];
+    /** The refusal of a flag, if the parser refuses it (other complaints, e.g. a missing --latest, are not). */
+    const flagRefusal = (argv: string[]) => {
+      try {
+        parseCommand(argv);
+        return undefined;
+      } catch (e) {
+        expect(e).toBeInstanceOf(UsageError);
+        expect((e as Error).message).not.toContain('unknown command');
+        return /has no flag|Unknown option/.test((e as Error).message) ? (e as Error).message : undefined;
+      }
+    };
+    const paths = Object.keys(COMMANDS) as CommandPath[];
+    expect(new Set(paths.map((p) => p.split(' ')[0]))).toEqual(new Set(SUBCOMMANDS));
+    for (const p of paths) {
+      expect(flagRefusal(argsOf(p)), p).toBeUndefined();
+      const takes = new Set<string>([...COMMANDS[p].flags, ...GLOBAL_FLAGS]);
+      for (const [flag, def] of Object.entries(OPTIONS)) {
+        const argv = [...argsOf(p), `--${flag}`, ...(def.type === 'string' ? ['json'] : [])];
+        if (takes.has(flag)) expect(flagRefusal(argv), `${p} --${flag}`).toBeUndefined();
+        else expect(flagRefusal(argv), `${p} --${flag}`).toContain(`'tideway ${p}' has no flag --${flag}`);
+      }
+    }
+    // Every flag the parser defines belongs to some command.
+    const used = new Set<string>([...Object.values(COMMANDS).flatMap((c) => c.flags), ...GLOBAL_FLAGS]);
+    expect(Object.keys(OPTIONS).filter((f) => !used.has(f))).toEqual([]);
   });
 });

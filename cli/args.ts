@@ -6,8 +6,11 @@ import { UsageError } from './errors.ts';
 /** An object name as the CRDs accept it (the generated schema's rule). */
 const zName = zRestoreSpec.shape.cluster.shape.name;
 const zOutput = z.enum(['text', 'json']);
+export const OUTPUTS = zOutput.options;
+export const SHELLS = ['bash', 'zsh'] as const;
 
 export type Output = z.infer<typeof zOutput>;
+export type Shell = (typeof SHELLS)[number];
 type Common = { namespace: string | undefined; output: Output };
 export type Command =
   | { cmd: 'help' }
@@ -22,27 +25,10 @@ export type Command =
       wait: boolean;
       safetyBackup: boolean;
     } & Common)
-  | { cmd: 'completion'; shell: 'bash' };
+  | { cmd: 'completion'; shell: Shell };
 
-/** Flags of each command, for parsing and for the completion script (one list). */
-export const FLAGS = {
-  status: ['--namespace', '--output'],
-  'backup now': ['--namespace', '--output', '--name', '--wait', '--no-wait'],
-  restore: [
-    '--namespace',
-    '--output',
-    '--backup',
-    '--latest',
-    '--name',
-    '--wait',
-    '--no-wait',
-    '--no-safety-backup',
-  ],
-  completion: [],
-} as const;
-export const SUBCOMMANDS = ['status', 'backup', 'restore', 'completion', 'help', 'version'] as const;
-
-const options = {
+/** Every flag the parser knows (parseArgs' definitions). */
+export const OPTIONS = {
   namespace: { type: 'string', short: 'n' },
   output: { type: 'string', short: 'o' },
   name: { type: 'string' },
@@ -53,8 +39,61 @@ const options = {
   'no-safety-backup': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+export type Flag = keyof typeof OPTIONS;
+/** Flags every command takes. */
+export const GLOBAL_FLAGS = ['help'] as const satisfies readonly Flag[];
+
+/** One line per flag, for the completion scripts (a new flag without one does not compile). */
+export const FLAG_HELP: { readonly [F in Flag]: string } = {
+  namespace: "namespace (default: the kubeconfig context's)",
+  output: 'text, or json: the final status as JSON, no progress',
+  name: 'name of the object to create (default: generated)',
+  backup: 'the Backup to restore, by name',
+  latest: 'restore the newest Completed Backup of the cluster',
+  wait: 'follow the object until it ends (the default)',
+  'no-wait': 'return once the object exists',
+  'no-safety-backup': 'skip the backup of the current data before restoring',
+  help: 'show usage',
+};
+
+/**
+ * The commands, the flags each takes and the argument it expects: the one table the parser
+ * dispatches on and checks flags against, and the completion scripts are generated from.
+ */
+export const COMMANDS = {
+  status: {
+    flags: ['namespace', 'output'],
+    arg: 'cluster',
+    about: "a cluster's phase, master, readiness, version and conditions",
+  },
+  'backup now': {
+    flags: ['namespace', 'output', 'name', 'wait', 'no-wait'],
+    arg: 'cluster',
+    about: 'back a cluster up now, following the Backup to its end',
+  },
+  restore: {
+    flags: ['namespace', 'output', 'backup', 'latest', 'name', 'wait', 'no-wait', 'no-safety-backup'],
+    arg: 'cluster',
+    about: 'restore a cluster from a Backup, following the Restore to its end',
+  },
+  completion: { flags: [], arg: 'shell', about: 'print a shell completion script' },
+  help: { flags: [], arg: undefined, about: 'show usage' },
+  version: { flags: [], arg: undefined, about: "print tideway's version" },
+} as const satisfies Record<
+  string,
+  { flags: readonly Flag[]; arg: 'cluster' | 'shell' | undefined; about: string }
+>;
+export type CommandPath = keyof typeof COMMANDS;
+type FirstWord<P> = P extends `${infer W} ${string}` ? W : P;
+/** The first word of each command, in the table's order (`backup` for `backup now`). */
+export type Subcommand = FirstWord<CommandPath>;
+export const SUBCOMMANDS = [
+  ...new Set(Object.keys(COMMANDS).map((p) => p.split(' ')[0] as Subcommand)),
+] as readonly Subcommand[];
+const isSubcommand = (s: string): s is Subcommand => (SUBCOMMANDS as readonly string[]).includes(s);
+
 type Values = {
-  [K in keyof typeof options]?: (typeof options)[K]['type'] extends 'string' ? string : boolean;
+  [K in Flag]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean;
 };
 
 const name = (what: string, v: string | undefined): string => {
@@ -68,11 +107,10 @@ const name = (what: string, v: string | undefined): string => {
 };
 
 /** Only the flags a command knows; anything else is a usage error that names the flag. */
-const allow = (cmd: keyof typeof FLAGS, v: Values) => {
-  const known = new Set<string>(FLAGS[cmd]);
+const allow = (cmd: CommandPath, v: Values) => {
+  const known = new Set<string>([...COMMANDS[cmd].flags, ...GLOBAL_FLAGS]);
   for (const [k, set] of Object.entries(v))
-    if (set !== undefined && k !== 'help' && !known.has(`--${k}`))
-      throw new UsageError(`'tideway ${cmd}' has no flag --${k}`);
+    if (set !== undefined && !known.has(k)) throw new UsageError(`'tideway ${cmd}' has no flag --${k}`);
 };
 
 const common = (v: Values): Common => {
@@ -87,22 +125,31 @@ const waitOf = (v: Values) => {
   return !v['no-wait'];
 };
 
+const isShell = (s: string | undefined): s is Shell =>
+  (SHELLS as readonly (string | undefined)[]).includes(s);
+
 /** argv (without node and the script) → a checked command; UsageError for anything wrong. */
 export const parseCommand = (argv: readonly string[]): Command => {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>;
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   const v = parsed.values as Values;
   const [head, ...rest] = parsed.positionals;
-  if (v.help || head === undefined || head === 'help') return { cmd: 'help' };
+  if (v.help || head === undefined) return { cmd: 'help' };
+  if (!isSubcommand(head)) throw new UsageError(`unknown command "${head}"`);
   const extra = (max: number) => {
     if (rest.length > max) throw new UsageError(`unexpected argument "${rest[max]}"`);
   };
   switch (head) {
+    case 'help':
+      allow('help', v);
+      return { cmd: 'help' };
     case 'version':
+      allow('version', v);
+      extra(0);
       return { cmd: 'version' };
     case 'status':
       allow('status', v);
@@ -139,10 +186,14 @@ export const parseCommand = (argv: readonly string[]): Command => {
     case 'completion':
       allow('completion', v);
       extra(1);
-      if (rest[0] !== 'bash') throw new UsageError('completion supports: bash (tideway completion bash)');
-      return { cmd: 'completion', shell: 'bash' };
+      if (!isShell(rest[0]))
+        throw new UsageError(
+          `completion supports: ${SHELLS.join(', ')} (tideway completion ${SHELLS.join('|')})`,
+        );
+      return { cmd: 'completion', shell: rest[0] };
     default:
-      throw new UsageError(`unknown command "${head}"`);
+      // Every first word of COMMANDS is handled above (a new one does not compile until it is).
+      throw new Error(`unhandled command ${head satisfies never}`);
   }
 };
 
@@ -153,7 +204,7 @@ Usage:
   tideway backup now <cluster> [-n ns] [--name N] [--wait|--no-wait] [-o json]
   tideway restore <cluster> (--backup NAME | --latest) [-n ns] [--name N] [--no-safety-backup]
                   [--wait|--no-wait] [-o json]
-  tideway completion bash
+  tideway completion bash|zsh
   tideway version
 
 Flags:

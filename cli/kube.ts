@@ -24,6 +24,9 @@ export interface TidewayApi {
   getCluster(namespace: string, name: string): Promise<RedisCluster>;
   getBackup(namespace: string, name: string): Promise<Backup>;
   getRestore(namespace: string, name: string): Promise<Restore>;
+  /** The namespace's Backups / Restores (objects not as the CRD describes are left out). */
+  listBackups(namespace: string): Promise<Backup[]>;
+  listRestores(namespace: string): Promise<Restore[]>;
   /** Creates; `name` exact, or generated from `generateName`. Resolves with the created name. */
   create(kind: 'Backup' | 'Restore', namespace: string, object: Record<string, unknown>): Promise<Created>;
 }
@@ -100,12 +103,28 @@ export const kubeApi = (kc: KubeConfig): TidewayApi => {
       throw new CliError(`${what(kind, namespace, name)} is not as the CRD describes: ${r.error.message}`);
     return r.data as z.infer<S>;
   };
+  const list = async <S extends z.ZodType>(kind: Kind, schema: S, namespace: string) => {
+    let raw: { items?: unknown[] };
+    try {
+      raw = (await custom.listNamespacedCustomObject({ ...TIDEWAY_KINDS[kind], namespace })) as {
+        items?: unknown[];
+      };
+    } catch (e) {
+      return fail(`listing the ${kind}s in namespace "${namespace}"`, e);
+    }
+    return (raw.items ?? []).flatMap((i) => {
+      const r = schema.safeParse(i);
+      return r.success ? [r.data as z.infer<S>] : [];
+    });
+  };
   const ctx = kc.getContextObject(kc.getCurrentContext());
   return {
     defaultNamespace: ctx?.namespace ?? 'default',
     getCluster: (ns, name) => get('RedisCluster', zRedisCluster, ns, name),
     getBackup: (ns, name) => get('Backup', zBackup, ns, name),
     getRestore: (ns, name) => get('Restore', zRestore, ns, name),
+    listBackups: (ns) => list('Backup', zBackup, ns),
+    listRestores: (ns) => list('Restore', zRestore, ns),
     create: async (kind, namespace, object) => {
       try {
         const created = (await custom.createNamespacedCustomObject({

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseCommand, USAGE } from './args.ts';
 import { backupNow } from './commands/backup-now.ts';
-import { bashCompletion } from './commands/completion.ts';
+import { completionScript } from './commands/completion.ts';
 import type { Io } from './commands/io.ts';
 import { restore } from './commands/restore.ts';
 import { status } from './commands/status.ts';
@@ -24,7 +24,7 @@ export const run = async (argv: readonly string[], io: Io): Promise<number> => {
         return EXIT.ok;
       }
       case 'completion':
-        io.stdout.write(bashCompletion());
+        io.stdout.write(completionScript(c.shell));
         return EXIT.ok;
       default: {
         const api = kubeApi(loadKubeConfig());

@@ -1,6 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { bashCompletion } from './completion.ts';
+import {
+  COMMANDS,
+  type CommandPath,
+  type Flag,
+  GLOBAL_FLAGS,
+  OPTIONS,
+  SHELLS,
+  SUBCOMMANDS,
+} from '../args.ts';
+import { bashCompletion, zshCompletion } from './completion.ts';
 
 /** Completions bash offers for a command line (the script sourced in a real bash, kubectl absent). */
 const complete = (line: string) => {
@@ -14,6 +23,13 @@ _tideway; printf '%s\\n' "\${COMPREPLY[@]}"`;
     .filter((x) => x !== '');
 };
 
+// What the parser takes (args.test.ts proves COMMANDS is that), spelled as on a command line.
+const PATHS = Object.keys(COMMANDS) as CommandPath[];
+const spellings = (f: Flag) => [`--${f}`, ...('short' in OPTIONS[f] ? [`-${OPTIONS[f].short}`] : [])];
+const flagsOf = (p: CommandPath) => [...COMMANDS[p].flags, ...GLOBAL_FLAGS].flatMap(spellings).sort();
+const secondWordsOf = (w: string) =>
+  PATHS.filter((p) => p.startsWith(`${w} `)).map((p) => p.slice(w.length + 1));
+
 describe('bash completion', () => {
   it('subcommands, then `now`, then the flags of the command typed', () => {
     expect(complete('tideway ')).toEqual(['status', 'backup', 'restore', 'completion', 'help', 'version']);
@@ -23,5 +39,67 @@ describe('bash completion', () => {
     expect(complete('tideway restore cache --')).toContain('--latest');
     expect(complete('tideway status cache --')).not.toContain('--latest');
     expect(complete('tideway status cache -o ')).toEqual(['text', 'json']);
+    expect(complete('tideway completion ')).toEqual(['bash', 'zsh']);
+    // --flag=value: bash splits the word at '='.
+    expect(complete('tideway status cache --output = j')).toEqual(['json']);
+  });
+
+  it('offers every command and, for each, exactly the flags the parser takes', () => {
+    expect(complete('tideway ')).toEqual([...SUBCOMMANDS]);
+    for (const w of SUBCOMMANDS) {
+      const seconds = secondWordsOf(w);
+      if (seconds.length > 0) expect(complete(`tideway ${w} `), w).toEqual(seconds);
+    }
+    for (const p of PATHS) {
+      expect(complete(`tideway ${p} x -`).sort(), p).toEqual(flagsOf(p));
+      if (COMMANDS[p].arg === 'shell') expect(complete(`tideway ${p} `)).toEqual([...SHELLS]);
+    }
+  });
+
+  it('is valid bash (bash -n)', () => {
+    expect(() => execFileSync('bash', ['-n'], { input: bashCompletion() })).not.toThrow();
+  });
+});
+
+describe('zsh completion script', () => {
+  const script = zshCompletion();
+  /** The `_arguments` specs of one command's case. */
+  const caseOf = (p: CommandPath) => {
+    const start = script.indexOf(`    '${p}') _arguments \\\n`);
+    expect(start, `no case for '${p}'`).toBeGreaterThan(-1);
+    return script.slice(start, script.indexOf(';;', start));
+  };
+  const described = (name: string) =>
+    [
+      ...(new RegExp(`local -a ${name}=\\( (.*) \\)`).exec(script)?.[1] ?? '').matchAll(
+        /(?:^| )'([a-z-]+):/g,
+      ),
+    ].map((m) => m[1]);
+
+  it('registers itself for tideway and kubectl-tideway, sourced (compdef) or from $fpath (#compdef)', () => {
+    expect(script.startsWith('#compdef tideway kubectl-tideway\n')).toBe(true);
+    expect(script).toContain('compdef _tideway tideway kubectl-tideway');
+  });
+
+  it('lists every command and, for each, exactly the flags the parser takes, and its argument', () => {
+    expect(described('commands')).toEqual([...SUBCOMMANDS]);
+    for (const w of SUBCOMMANDS)
+      if (secondWordsOf(w).length > 0) expect(described('subcommands')).toEqual(secondWordsOf(w));
+    for (const p of PATHS) {
+      const specs = caseOf(p);
+      const flags = [...specs.matchAll(/'(?:\([^)]*\))?(--?[a-z][a-z-]*)[+=]?\[/g)].map((m) => m[1]);
+      expect(flags.sort(), p).toEqual(flagsOf(p));
+      // A flag that takes a value says what completes it; one that does not, takes none.
+      for (const f of [...COMMANDS[p].flags, ...GLOBAL_FLAGS] as Flag[])
+        for (const s of spellings(f)) {
+          const spec = new RegExp(`'(?:\\([^)]*\\))?${s}([+=]?)\\[[^\\]]*\\](:[^']*)?'`).exec(specs);
+          expect(spec, `${p} ${s}`).not.toBeNull();
+          expect(Boolean(spec?.[2]), `${p} ${s} takes a value`).toBe(OPTIONS[f].type === 'string');
+        }
+      const arg = COMMANDS[p].arg;
+      expect(specs.includes(`':${arg}:`), `${p} completes its ${arg ?? 'no'} argument`).toBe(
+        arg !== undefined,
+      );
+    }
   });
 });

@@ -1,44 +1,194 @@
-import { FLAGS, SUBCOMMANDS } from '../args.ts';
+import {
+  COMMANDS,
+  type CommandPath,
+  FLAG_HELP,
+  type Flag,
+  GLOBAL_FLAGS,
+  OPTIONS,
+  OUTPUTS,
+  SHELLS,
+  type Shell,
+  SUBCOMMANDS,
+} from '../args.ts';
+
+// Both scripts are generated from args.ts (COMMANDS, OPTIONS): the lists the parser uses.
+
+/** Flags that take a value, and what to offer for it. */
+type ValueFlag = { [F in Flag]: (typeof OPTIONS)[F]['type'] extends 'string' ? F : never }[Flag];
+type Values = { words: readonly string[] } | { kube: string } | 'free';
+/** Every value flag must say what completes its value (a new one does not compile without). */
+const VALUES: { readonly [F in ValueFlag]: Values } = {
+  namespace: { kube: 'namespaces' },
+  output: { words: OUTPUTS },
+  name: 'free',
+  backup: { kube: 'backups.tideway.dev' },
+};
+const ARGS = { cluster: 'redisclusters.tideway.dev', shell: SHELLS } as const;
+
+const flagsOf = (path: CommandPath): Flag[] => [...COMMANDS[path].flags, ...GLOBAL_FLAGS];
+const shortOf = (f: Flag): string | undefined => (OPTIONS[f] as { readonly short?: string }).short;
+const isValueFlag = (f: Flag): f is ValueFlag => OPTIONS[f].type === 'string';
+/** The command paths under each first word that has more than one (`backup` → `now`). */
+const secondWords = SUBCOMMANDS.flatMap((w) => {
+  const rest = Object.keys(COMMANDS)
+    .filter((p) => p.startsWith(`${w} `))
+    .map((p) => p.slice(w.length + 1));
+  return rest.length > 0 ? [[w, rest] as const] : [];
+});
+/** Single-quoted for either shell. */
+const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /**
  * A bash completion script for `tideway` and `kubectl-tideway`: subcommands, then the flags of
- * the one typed (from args.ts, the list the parser uses), and cluster names from kubectl.
+ * the one typed, flag values, and cluster and backup names from kubectl in the namespace given.
  */
 export const bashCompletion = (): string => {
-  const cases = Object.entries(FLAGS)
-    .map(([cmd, flags]) => `    "${cmd}") flags="${flags.join(' ')} -n -o" ;;`)
-    .join('\n');
+  const spellings = (f: Flag) => [`--${f}`, ...(shortOf(f) ? [`-${shortOf(f)}`] : [])];
+  const values = Object.entries(VALUES as Record<ValueFlag, Values>).map(([f, v]) => {
+    const reply =
+      v === 'free'
+        ? 'return'
+        : 'words' in v
+          ? `COMPREPLY=( $(compgen -W "${v.words.join(' ')}" -- "$cur") ); return`
+          : `COMPREPLY=( $(compgen -W "$(__tideway_kube ${v.kube})" -- "$cur") ); return`;
+    return `    ${spellings(f as Flag).join('|')}) ${reply} ;;`;
+  });
+  const seconds = secondWords.map(
+    ([w, rest]) => `    ${w})
+      if [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=( $(compgen -W "${rest.join(' ')}" -- "$cur") ); return; fi
+      cmd="$cmd \${COMP_WORDS[2]}" ;;`,
+  );
+  const cases = (Object.keys(COMMANDS) as CommandPath[]).map(
+    (p) =>
+      `    "${p}") flags="${flagsOf(p).flatMap(spellings).join(' ')}"; arg="${COMMANDS[p].arg ?? ''}" ;;`,
+  );
   return `# tideway bash completion: source <(tideway completion bash)
+# Names of a kind from kubectl, in the namespace given on the line (-n/--namespace) if any.
+__tideway_kube() {
+  local ns="" i w
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w="\${COMP_WORDS[i]}"
+    if [ "$w" = -n ] || [ "$w" = --namespace ]; then
+      ns="\${COMP_WORDS[i+1]}"
+      if [ "$ns" = "=" ]; then ns="\${COMP_WORDS[i+2]}"; fi
+    fi
+  done
+  kubectl get "$1" \${ns:+-n "$ns"} -o name 2>/dev/null | sed 's|.*/||'
+}
 _tideway() {
-  local cur prev words cword
-  cur="\${COMP_WORDS[COMP_CWORD]}"
-  prev="\${COMP_WORDS[COMP_CWORD-1]}"
-  local cmd="\${COMP_WORDS[1]}"
-  if [ "$cmd" = backup ]; then cmd="backup now"; fi
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  # --flag=value: bash splits at '=' (COMP_WORDBREAKS).
+  if [ "$cur" = "=" ]; then cur=""; fi
+  if [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then prev="\${COMP_WORDS[COMP_CWORD-2]}"; fi
   if [ "$COMP_CWORD" -eq 1 ]; then
     COMPREPLY=( $(compgen -W "${SUBCOMMANDS.join(' ')}" -- "$cur") ); return
   fi
-  if [ "\${COMP_WORDS[1]}" = backup ] && [ "$COMP_CWORD" -eq 2 ]; then
-    COMPREPLY=( $(compgen -W "now" -- "$cur") ); return
-  fi
-  if [ "\${COMP_WORDS[1]}" = completion ]; then
-    COMPREPLY=( $(compgen -W "bash" -- "$cur") ); return
-  fi
-  case "$prev" in
-    -o|--output) COMPREPLY=( $(compgen -W "text json" -- "$cur") ); return ;;
-    -n|--namespace) COMPREPLY=( $(compgen -W "$(kubectl get namespaces -o name 2>/dev/null | sed 's|.*/||')" -- "$cur") ); return ;;
-    --backup) COMPREPLY=( $(compgen -W "$(kubectl get backups.tideway.dev -o name 2>/dev/null | sed 's|.*/||')" -- "$cur") ); return ;;
-  esac
-  local flags=""
+  local cmd="\${COMP_WORDS[1]}" flags="" arg=""
   case "$cmd" in
-${cases}
+${seconds.join('\n')}
+  esac
+  case "$prev" in
+${values.join('\n')}
+  esac
+  case "$cmd" in
+${cases.join('\n')}
+    *) return ;;
   esac
   if [[ "$cur" == -* ]]; then
     COMPREPLY=( $(compgen -W "$flags" -- "$cur") )
-  else
-    COMPREPLY=( $(compgen -W "$(kubectl get redisclusters.tideway.dev -o name 2>/dev/null | sed 's|.*/||')" -- "$cur") )
+  elif [ "$arg" = cluster ]; then
+    COMPREPLY=( $(compgen -W "$(__tideway_kube ${ARGS.cluster})" -- "$cur") )
+  elif [ "$arg" = shell ]; then
+    COMPREPLY=( $(compgen -W "${ARGS.shell.join(' ')}" -- "$cur") )
   fi
 }
 complete -F _tideway tideway kubectl-tideway
 `;
 };
+
+/** `_arguments` specs of one flag: each spelling, excluding the others, with its value's action. */
+const zshFlagSpecs = (f: Flag): string[] => {
+  const short = shortOf(f);
+  const help = `[${FLAG_HELP[f].replaceAll(/([\\\]:])/g, '\\$1')}]`;
+  let value = '';
+  if (isValueFlag(f)) {
+    const v = VALUES[f];
+    const action = v === 'free' ? ' ' : 'words' in v ? `(${v.words.join(' ')})` : `__tideway_kube ${v.kube}`;
+    value = `:${f}:${action}`;
+  }
+  const exclude = short ? `(-${short} --${f})` : '';
+  return [
+    ...(short ? [`${exclude}-${short}${isValueFlag(f) ? '+' : ''}${help}${value}`] : []),
+    `${exclude}--${f}${isValueFlag(f) ? '=' : ''}${help}${value}`,
+  ].map(q);
+};
+
+/**
+ * A zsh completion script (compsys) for `tideway` and `kubectl-tideway`: the same commands, flags
+ * and names as bash's, with descriptions. Sourced after compinit it registers itself (compdef);
+ * saved as `_tideway` in a directory of $fpath, compinit finds it by its #compdef line.
+ */
+export const zshCompletion = (): string => {
+  const aboutOf = (w: string) =>
+    COMMANDS[(Object.keys(COMMANDS) as CommandPath[]).find((p) => p.split(' ')[0] === w) ?? 'help'].about;
+  const described = (pairs: readonly (readonly [string, string])[]) =>
+    pairs.map(([w, about]) => q(`${w}:${about}`)).join(' ');
+  const seconds = secondWords.map(
+    ([w, rest]) => `    ${w})
+      if (( CURRENT == 3 )); then
+        local -a subcommands=( ${described(rest.map((r) => [r, COMMANDS[`${w} ${r}` as CommandPath].about]))} )
+        _describe -t commands ${q(`tideway ${w} command`)} subcommands; return
+      fi
+      cmd="$cmd $words[3]"; skip=3 ;;`,
+  );
+  const argSpec = {
+    cluster: `':cluster:__tideway_kube ${ARGS.cluster}'`,
+    shell: `':shell:(${ARGS.shell.join(' ')})'`,
+  };
+  const cases = (Object.keys(COMMANDS) as CommandPath[]).map((p) => {
+    const arg = COMMANDS[p].arg;
+    const specs = [...flagsOf(p).flatMap(zshFlagSpecs), ...(arg ? [argSpec[arg]] : [])];
+    return `    ${q(p)}) _arguments \\\n        ${specs.join(' \\\n        ')} ;;`;
+  });
+  return `#compdef tideway kubectl-tideway
+# tideway zsh completion: source <(tideway completion zsh) after compinit, or save it as _tideway
+# in a directory of $fpath.
+
+# Names of a kind from kubectl, in the namespace given on the line (-n/--namespace) if any.
+# _arguments calls it with compadd's options (group, description) first; the kind is last.
+__tideway_kube() {
+  local kind=\${@[-1]} ns=\${opt_args[-n]:-\${opt_args[--namespace]}}
+  local -a names nsflag
+  [[ -n $ns ]] && nsflag=(-n "$ns")
+  names=( \${\${(f)"$(kubectl get $kind $nsflag -o name 2>/dev/null)"}##*/} )
+  compadd "\${@[1,-2]}" -a names
+}
+
+_tideway() {
+  local -a commands=( ${described(SUBCOMMANDS.map((w) => [w, aboutOf(w)]))} )
+  if (( CURRENT == 2 )); then
+    _describe -t commands 'tideway command' commands; return
+  fi
+  local cmd=$words[2]
+  local -i skip=2
+  case $cmd in
+${seconds.join('\n')}
+  esac
+  # _arguments sees the command's own words, its name first.
+  words=( "\${(@)words[skip,-1]}" )
+  (( CURRENT -= skip - 1 ))
+  case $cmd in
+${cases.join('\n')}
+  esac
+}
+
+if [[ $funcstack[1] == _tideway ]]; then
+  _tideway "$@"
+else
+  compdef _tideway tideway kubectl-tideway
+fi
+`;
+};
+
+export const completionScript = (shell: Shell): string =>
+  shell === 'zsh' ? zshCompletion() : bashCompletion();
