@@ -1,18 +1,50 @@
 import type { RestoreStatus } from '../../shared/api/generated.ts';
+import { pickLatest } from '../../shared/backup/latest.ts';
 import type { Command } from '../args.ts';
-import { EXIT } from '../errors.ts';
+import { CliError, EXIT } from '../errors.ts';
 import { follow } from '../follow.ts';
 import type { TidewayApi } from '../kube.ts';
 import { renderRestoreOutcome } from '../render.ts';
 import type { Io } from './io.ts';
 
+type RestoreCommand = Extract<Command, { cmd: 'restore' }>;
+
 const TERMINAL: ReadonlySet<string> = new Set(['Completed', 'Failed', 'RolledBack']);
 
+/**
+ * What the restore function would refuse, refused here before anything is created: a cluster
+ * that is missing or going away, a source that is not a Completed Backup (for --latest: none
+ * that counts, by the function's own rule), another Restore of the cluster not finished. The
+ * function checks again under its lock; this only spares a user a Restore that fails at once.
+ */
+const refuse = async (c: RestoreCommand, api: TidewayApi, ns: string) => {
+  const cluster = await api.getCluster(ns, c.cluster);
+  const rdc = `RedisCluster "${c.cluster}" in namespace "${ns}"`;
+  if (cluster.metadata.deletionTimestamp) throw new CliError(`${rdc} is being deleted`);
+  if ('backup' in c.source) {
+    const name = c.source.backup.name;
+    const phase = (await api.getBackup(ns, name)).status?.phase;
+    if (phase !== 'Completed')
+      throw new CliError(
+        `Backup "${name}" in namespace "${ns}" is ${phase ?? 'Pending'}: only a Completed Backup can be restored${phase === 'Failed' ? '' : '; restore it once it has completed'}`,
+      );
+  } else if (!pickLatest(await api.listBackups(ns), c.cluster))
+    throw new CliError(
+      `${rdc} has no Completed Backup for --latest (safety backups of restores do not count: restore one with --backup NAME)`,
+    );
+  const running = (await api.listRestores(ns)).filter(
+    (r) => r.spec.cluster.name === c.cluster && !TERMINAL.has(r.status?.phase ?? ''),
+  );
+  if (running.length > 0)
+    throw new CliError(
+      `a Restore of ${rdc} is not finished: ${running.map((r) => `${r.metadata.name} (${r.status?.phase ?? 'Pending'})`).join(', ')}; restore again once it has ended`,
+    );
+};
+
 /** A Restore object for the cluster; followed through Verifying, SafetyBackup, Restoring. */
-export const restore = async (c: Extract<Command, { cmd: 'restore' }>, api: TidewayApi, io: Io) => {
+export const restore = async (c: RestoreCommand, api: TidewayApi, io: Io) => {
   const ns = c.namespace ?? api.defaultNamespace;
-  await api.getCluster(ns, c.cluster);
-  if ('backup' in c.source) await api.getBackup(ns, c.source.backup.name);
+  await refuse(c, api, ns);
   const { name } = await api.create('Restore', ns, {
     metadata: c.name ? { name: c.name } : { generateName: `${c.cluster}-restore-`.slice(0, 58) },
     spec: { cluster: { name: c.cluster }, source: c.source, safetyBackup: c.safetyBackup },
