@@ -41,8 +41,13 @@ export const runTestbedForeground = async (opts: {
     log(`[tideway] ${signal}: stopping`);
     await removeEnvFile(envFile);
     await rm(join(opts.root, '.tideway', 'local', 'bin'), { recursive: true, force: true });
+    const stopAt = Date.now();
     await opts.onStop?.().catch((error: unknown) => log(`[tideway] stop: ${String(error)}`));
+    const bedAt = Date.now();
     await bed.stop();
+    log(
+      `[tideway] stop took ${((bedAt - stopAt) / 1000).toFixed(1)} s, the test bed ${((Date.now() - bedAt) / 1000).toFixed(1)} s`,
+    );
     log('[tideway] stopped; nothing left behind');
     process.exit(0);
   };

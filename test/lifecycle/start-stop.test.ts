@@ -104,7 +104,7 @@ describe('test bed lifecycle', () => {
       // The file is usable as documented: source it, then kubectl, helm and the CLI are there.
       expect(sh('kubectl get nodes -o name')).toBe('node/tideway-node-0');
       expect(sh('helm version --short')).toMatch(/^v3\./);
-      expect(sh('kubectl tideway --version')).toMatch(/^tideway \d/);
+      expect(sh('kubectl tideway version')).toMatch(/^tideway \d/);
       // The operator runs: the CRDs are served and a watcher replica holds its Lease.
       expect(sh('kubectl get crd redisclusters.tideway.dev -o name')).toBe(
         'customresourcedefinition.apiextensions.k8s.io/redisclusters.tideway.dev',
@@ -135,7 +135,7 @@ describe('test bed lifecycle', () => {
     await runStart(['--chart'], async (sh) => {
       expect(sh('helm list -n tideway-system -q')).toBe('tideway');
       expect(sh('command -v tideway kubectl-tideway').split('\n')).toHaveLength(2);
-      expect(sh('kubectl tideway --version')).toMatch(/^tideway \d/);
+      expect(sh('kubectl tideway version')).toMatch(/^tideway \d/);
       const images = sh(
         'kubectl -n tideway-system get pods -l app.kubernetes.io/instance=tideway -o jsonpath=\'{range .items[*]}{.status.containerStatuses[0].imageID}{"\\n"}{end}\'',
       ).split('\n');
