@@ -2,11 +2,12 @@ import { parseArgs } from 'node:util';
 import { acquireLock } from '../infra/testbed/lock.ts';
 import { startTestbed } from '../infra/testbed/testbed.ts';
 import { benchBackup } from './backup.ts';
+import { benchChart } from './chart.ts';
 import { benchEventPath } from './event-path.ts';
 import { benchRedis } from './redis.ts';
 import { benchRestore } from './restore.ts';
 
-// npm run bench [-- --quick] [-- --only event-path|relist|redis|restore|backup]: starts its own test
+// npm run bench [-- --quick] [-- --only event-path|relist|redis|chart|restore|backup]: starts its own test
 // bed, runs the benchmarks, prints the results.
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
@@ -44,6 +45,7 @@ try {
         values.quick ? { clusters: 3, rounds: 2 } : { clusters: 20, rounds: 5 },
       )),
     );
+  if (want('chart')) results.push(...(await benchChart(testbed(), { rounds: values.quick ? 1 : 3 })));
   if (want('restore'))
     results.push(
       ...(await benchRestore(
