@@ -82,9 +82,12 @@ export const runBlocks = async (o: {
     detached: true, // its own process group: a timeout ends every command the block started
   });
   let output = '';
+  let partial = ''; // the log shows whole lines; a chunk may end inside one
   const onData = (d: Buffer) => {
     output += d.toString();
-    for (const line of d.toString().split('\n')) if (line && !line.includes(token)) o.log?.(`  | ${line}`);
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line && !line.includes(token)) o.log?.(`  | ${line}`);
   };
   shell.stdout.on('data', onData);
   shell.stderr.on('data', onData);
