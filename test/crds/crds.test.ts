@@ -236,5 +236,14 @@ describe("Tideway's CRDs", () => {
     expect(out).toMatch(/NAME\s+VERSION\s+READY\s+MASTER\s+PHASE\s+AGE/);
     expect(out).toMatch(/NAME\s+CLUSTER\s+SCHEDULE\s+SUSPEND\s+LAST\s+NEXT/);
     expect(out).toMatch(/NAME\s+CLUSTER\s+PHASE\s+SIZE\s+AGE/);
+    // The next run is in the future: a `date` column would print it as <invalid>.
+    const next = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    await b.kubectl(
+      ...['patch', 'backupschedule', 'nightly', '-n', ns, '--subresource=status', '--type=merge'],
+      ...['-p', JSON.stringify({ status: { nextScheduleTime: next } })],
+    );
+    const schedules = await b.kubectl('get', 'backupschedule', 'nightly', '-n', ns);
+    expect(schedules).toContain(next);
+    expect(schedules).not.toContain('<invalid>');
   });
 });
