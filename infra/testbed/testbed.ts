@@ -62,7 +62,10 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
   const stop = async () => {
     while (undo.length > 0) {
       const fn = undo.pop();
+      const at = Date.now();
       await fn?.().catch((error: unknown) => step(`stop: ${String(error)}`));
+      if (Date.now() - at > 1000)
+        step(`stop: step ${undo.length} took ${((Date.now() - at) / 1000).toFixed(1)} s`);
     }
   };
   undo.push(releaseLock, () => rm(dir, { recursive: true, force: true }));

@@ -10,6 +10,7 @@ import { loadServerless } from '../../shared/runtime/config.ts';
 import { backups, bedStoreSpec, createS3Credentials } from '../backup/support/backups.ts';
 import { restores } from '../restore/support.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
 import { ipOf, redisAt, redisClusters } from '../support/redis.ts';
 
 const ROOT = join(CHART_DIR, '..', '..', '..');
@@ -64,6 +65,9 @@ describe('Tideway installed with its Helm chart', () => {
       keda: KEDA,
       // One pod each: two cores run the whole test bed.
       values: Object.fromEntries(functions.map((fn) => [`functions.${fn}.replicas`, '1'])),
+      // The suite's other files set up Tideway with installTideway, whose ClusterRoles have the
+      // chart's names and rules: the release adopts them (afterAll puts them back after uninstall).
+      takeOwnership: true,
       log,
     });
   }, 20 * 60_000);
@@ -81,6 +85,7 @@ describe('Tideway installed with its Helm chart', () => {
           .kubectl('patch', kind, name, '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}')
           .catch(() => undefined);
     await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    await installCrds(b.info);
   });
 
   it("runs every function as a pod from Tideway's image, as the function's own ServiceAccount", async () => {

@@ -39,6 +39,8 @@ export const installChartOnTestbed = async (o: {
   keda?: KedaTimings;
   /** More `--set` pairs (they win). */
   values?: Readonly<Record<string, string>>;
+  /** helm's --take-ownership: adopt objects of the same names made without helm (tests only). */
+  takeOwnership?: boolean;
   log: Log;
 }): Promise<ChartOnTestbed> => {
   const built = await ensureImage({ root: o.root, log: o.log });
@@ -86,6 +88,7 @@ export const installChartOnTestbed = async (o: {
       [
         ...['upgrade', '--install', o.release, CHART_DIR, '-n', o.namespace, '--create-namespace'],
         ...sets(values),
+        ...(o.takeOwnership ? ['--take-ownership'] : []),
         ...['--wait', '--timeout', '10m'],
       ],
       o.info.kubeconfig,

@@ -9,7 +9,8 @@ export type Component = {
   readonly pid: () => number | undefined;
   readonly running: () => boolean;
   start(): Promise<void>;
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after graceMs (the process's default: 10 s). */
+  stop(graceMs?: number): Promise<void>;
   kill(): Promise<void>;
   restart(): Promise<void>;
 };
@@ -24,8 +25,8 @@ export const component = (name: string, launch: () => Promise<ManagedProcess>): 
       if (current?.running()) return;
       current = await launch();
     },
-    stop: async () => {
-      await current?.stop();
+    stop: async (graceMs?: number) => {
+      await current?.stop(graceMs);
     },
     kill: async () => {
       current?.kill('SIGKILL');
