@@ -16,6 +16,8 @@ const DEBIAN = {
   setpriv: 'util-linux',
   ip: 'iproute2',
   unzip: 'unzip',
+  // The CLI's completion e2e (test/cli/completion.test.ts) drives a real zsh.
+  zsh: 'zsh',
 } as const;
 
 const GO_COMPONENTS = ['etcd', 'nats', 'versitygw', 'kubernetes', 'helm'] as const;
