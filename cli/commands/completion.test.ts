@@ -51,7 +51,7 @@ describe('bash completion', () => {
       if (seconds.length > 0) expect(complete(`tideway ${w} `), w).toEqual(seconds);
     }
     for (const p of PATHS) {
-      expect(complete(`tideway ${p} x -`).sort(), p).toEqual(flagsOf(p));
+      expect(complete(`tideway ${p}${COMMANDS[p].arg ? ' x' : ''} -`).sort(), p).toEqual(flagsOf(p));
       if (COMMANDS[p].arg === 'shell') expect(complete(`tideway ${p} `)).toEqual([...SHELLS]);
     }
   });

@@ -1,6 +1,3 @@
-import { execFile } from 'node:child_process';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { zBackupStatus, zRedisClusterStatus } from '../../shared/api/generated.ts';
 import { backups, bedStoreSpec, createS3Credentials } from '../backup/support/backups.ts';
@@ -8,16 +5,7 @@ import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { ipOf, redisAt, redisClusters, refusals, startFunction } from '../support/redis.ts';
-
-const TIDEWAY = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'cli', 'tideway');
-
-/** The CLI as a user runs it: its launcher, a child process, the kubeconfig from KUBECONFIG. */
-const tideway = (env: Record<string, string>, ...args: string[]) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-    execFile(TIDEWAY, args, { env: { ...process.env, ...env }, timeout: 120_000 }, (error, stdout, stderr) =>
-      done({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
+import { tideway } from './support.ts';
 
 /**
  * The tideway CLI against the test bed: a 1-instance RedisCluster, the product's functions
