@@ -25,21 +25,37 @@ describe('watcher events', () => {
     });
   });
 
-  it('maps a pod to its cluster', () => {
-    const e = resourceEvent('/s', {
+  const pod = (labels: Record<string, string>) =>
+    resourceEvent('/s', {
       type: 'updated',
       watched: pods,
-      obj: {
-        metadata: {
-          name: 'cache-1',
-          namespace: 'prod',
-          uid: 'p',
-          resourceVersion: '9',
-          labels: { 'app.kubernetes.io/instance': 'cache' },
-        },
-      },
-    })!;
-    expect(e).toMatchObject({ kind: 'RedisCluster', name: 'cache', cause: 'Pod/prod/cache-1' });
+      obj: { metadata: { name: 'cache-1', namespace: 'prod', uid: 'p', resourceVersion: '9', labels } },
+    });
+
+  it('maps a pod to the cluster of the engine its labels name', () => {
+    expect(
+      pod({
+        'app.kubernetes.io/name': 'redis',
+        'app.kubernetes.io/instance': 'cache',
+        'app.kubernetes.io/managed-by': 'tideway',
+      }),
+    ).toMatchObject({ kind: 'RedisCluster', name: 'cache', cause: 'Pod/prod/cache-1' });
+  });
+
+  it('announces no cluster for an object whose labels name no engine (or no cluster)', () => {
+    expect(pod({ 'app.kubernetes.io/instance': 'cache', 'app.kubernetes.io/managed-by': 'tideway' })).toBe(
+      undefined,
+    );
+    expect(
+      pod({
+        'app.kubernetes.io/name': 'postgres',
+        'app.kubernetes.io/instance': 'cache',
+        'app.kubernetes.io/managed-by': 'tideway',
+      }),
+    ).toBe(undefined);
+    expect(pod({ 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/managed-by': 'tideway' })).toBe(
+      undefined,
+    );
   });
 
   it('names the cluster a Backup or Restore acts on (the `cluster` extension), and no other kind’s', () => {
@@ -51,7 +67,16 @@ describe('watcher events', () => {
       })!;
     const backup = of('Backup', { cluster: { name: 'cache' } });
     expect(backup.validate()).toBe(true);
-    expect(backup).toMatchObject({ kind: 'Backup', name: 'b1', cluster: 'cache' });
+    expect(backup).toMatchObject({
+      kind: 'Backup',
+      name: 'b1',
+      cluster: 'cache',
+      clusterkind: 'RedisCluster',
+    });
+    expect(of('Backup', { cluster: { name: 'main', kind: 'EtcdCluster' } })).toMatchObject({
+      cluster: 'main',
+      clusterkind: 'EtcdCluster',
+    });
     expect(of('Restore', { cluster: { name: 'cache' } })).toMatchObject({
       kind: 'Restore',
       cluster: 'cache',

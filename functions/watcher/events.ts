@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
+import { DEFAULT_CLUSTER_KIND } from '../../shared/engines/index.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
 import type { KubeObj, Watched } from './kinds.ts';
@@ -8,17 +9,18 @@ export const traceparent = () => `00-${randomBytes(16).toString('hex')}-${random
 
 export type Change = { type: 'added' | 'updated' | 'deleted'; watched: Watched; obj: KubeObj };
 
-/** Kinds that act on a RedisCluster named in their spec (spec.cluster.name). */
+/** Kinds that act on a cluster named in their spec (spec.cluster.name, spec.cluster.kind). */
 const CLUSTER_SCOPED = new Set(['Backup', 'Restore']);
 
 /**
- * The RedisCluster a Backup or Restore acts on, for the `cluster` extension: its handler locks
- * that cluster (lockKey), so it never runs beside the cluster's reconcile or health.
+ * The cluster a Backup or Restore acts on, for the `cluster` and `clusterkind` extensions: its
+ * handler locks that cluster (lockKey), so it never runs beside the cluster's reconcile or health.
  */
-const clusterOf = (kind: string, obj: KubeObj): string | undefined => {
+const clusterOf = (kind: string, obj: KubeObj): { name: string; kind: string } | undefined => {
   if (!CLUSTER_SCOPED.has(kind)) return undefined;
-  const name = (obj.spec as { cluster?: { name?: unknown } } | undefined)?.cluster?.name;
-  return typeof name === 'string' && name ? name : undefined;
+  const ref = (obj.spec as { cluster?: { name?: unknown; kind?: unknown } } | undefined)?.cluster;
+  if (typeof ref?.name !== 'string' || !ref.name) return undefined;
+  return { name: ref.name, kind: typeof ref.kind === 'string' && ref.kind ? ref.kind : DEFAULT_CLUSTER_KIND };
 };
 
 /** A resource event: ids are deterministic, so a republished change is a JetStream duplicate. */
@@ -47,7 +49,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
     ...(own && m.generation !== undefined ? { generation: String(m.generation) } : {}),
     ...(m.resourceVersion ? { resourceversion: m.resourceVersion } : {}),
     ...(own ? {} : { cause: `${c.watched.kind}/${m.namespace}/${m.name}` }),
-    ...(cluster ? { cluster } : {}),
+    ...(cluster ? { cluster: cluster.name, clusterkind: cluster.kind } : {}),
     traceparent: traceparent(),
     data: {
       kind: c.watched.kind,

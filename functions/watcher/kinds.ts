@@ -1,4 +1,12 @@
 import { createHash } from 'node:crypto';
+import {
+  collectionPath,
+  ENGINE_LABEL,
+  engineByLabel,
+  MANAGED_BY_TIDEWAY,
+  type OwnedKind,
+  ownedKinds,
+} from '../../shared/engines/index.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import type { KubeObject } from '../../shared/kube/status.ts';
 
@@ -9,7 +17,7 @@ export type Watched = {
   path: string;
   plural: string;
   labelSelector?: string;
-  /** The object events are about: itself, or (pods) the RedisCluster they belong to. */
+  /** The object events are about: itself, or (what an engine made) the cluster it belongs to. */
   about: (o: KubeObj) => { kind: string; namespace: string; name: string } | undefined;
   /**
    * What makes a change worth announcing; a change that keeps it (a status write) is not
@@ -38,18 +46,25 @@ const self =
       ? { kind, namespace: o.metadata.namespace, name: o.metadata.name }
       : undefined;
 
-export const MANAGED_BY = 'app.kubernetes.io/managed-by';
-export const INSTANCE = 'app.kubernetes.io/instance';
+export const MANAGED_BY = ENGINE_LABEL.managedBy;
+export const INSTANCE = ENGINE_LABEL.instance;
 
-const owned = (kind: string, prefix: string, plural: string): Watched => ({
-  kind,
-  plural,
-  path: `${prefix}/${plural}`,
-  labelSelector: `${MANAGED_BY}=tideway`,
+/**
+ * An engine's owned kind, selected by label. The object is about the cluster its labels name, of
+ * the engine its `app.kubernetes.io/name` names: a Redis and an etcd cluster may share a name.
+ * An object with our managed-by label and no engine's name is nobody's: it is not announced.
+ */
+const owned = (k: OwnedKind): Watched => ({
+  kind: k.kind,
+  plural: k.plural,
+  path: collectionPath(k),
+  labelSelector: `${MANAGED_BY}=${MANAGED_BY_TIDEWAY}`,
   about: (o) => {
-    const cluster = o.metadata?.labels?.[INSTANCE];
-    return cluster && o.metadata?.namespace
-      ? { kind: 'RedisCluster', namespace: o.metadata.namespace, name: cluster }
+    const labels = o.metadata?.labels;
+    const engine = engineByLabel(labels?.[ENGINE_LABEL.name]);
+    const cluster = labels?.[INSTANCE];
+    return engine && cluster && o.metadata?.namespace
+      ? { kind: engine.cluster.kind, namespace: o.metadata.namespace, name: cluster }
       : undefined;
   },
 });
@@ -62,13 +77,9 @@ export const WATCHED: readonly Watched[] = [
     about: self(t.kind),
     fingerprint: specAndMeta,
   })),
-  // What Tideway makes for its clusters: a change (or a delete: drift) of one is a change of its
-  // cluster (controller-runtime's Owns). Selected by label, so nothing else is listed.
-  owned('Pod', '/api/v1', 'pods'),
-  owned('StatefulSet', '/apis/apps/v1', 'statefulsets'),
-  owned('Service', '/api/v1', 'services'),
-  owned('ConfigMap', '/api/v1', 'configmaps'),
-  owned('PodDisruptionBudget', '/apis/policy/v1', 'poddisruptionbudgets'),
+  // What the engines make for their clusters: a change (or a delete: drift) of one is a change of
+  // its cluster (controller-runtime's Owns). Selected by label, so nothing else is listed.
+  ...ownedKinds().map(owned),
 ];
 
 /** The same kinds in one namespace only (TIDEWAY_WATCH_NAMESPACE), like controller-runtime's cache scoping. */

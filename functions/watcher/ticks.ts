@@ -1,4 +1,5 @@
 import type { EventPublisher } from '../../shared/bus/types.ts';
+import { ENGINES } from '../../shared/engines/index.ts';
 import { EventType } from '../../shared/events/types.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
 import type { Metrics } from '../../shared/runtime/metrics.ts';
@@ -40,11 +41,14 @@ export const dueFires = (cron: Cron, timeZone: string, after: Date, now: Date, c
 
 const toDate = (v: string | Date | undefined) => (v ? new Date(v) : undefined);
 
+/** Cluster kinds whose engine wants health ticks. */
+const TICKED = new Set(ENGINES.filter((e) => e.healthTicks).map((e) => e.cluster.kind));
+
 /** A schedule's next fire time, and what it was computed from. */
 type Plan = { key: string; text: string; cron: Cron; next: Date | 'never' };
 
 /**
- * The watcher is the clock: a health tick per RedisCluster every interval, and a schedule tick per
+ * The watcher is the clock: a health tick per cluster (of an engine that wants them) every interval, and a schedule tick per
  * BackupSchedule when its cron fires. Tick ids are deterministic (object uid + period or scheduled
  * time), so a tick from a new leader after failover is a duplicate the stream drops. After
  * downtime one tick carries the latest missed fire time and how many fires came before it; the
@@ -52,7 +56,8 @@ type Plan = { key: string; text: string; cron: Cron; next: Date | 'never' };
  */
 export const createTicks = (o: TicksOptions) => {
   const clock = o.clock ?? (() => new Date());
-  const clusters = new Map<string, KubeObj>();
+  /** uid → the cluster's kind and name: all a health tick needs. */
+  const clusters = new Map<string, { kind: string; obj: KubeObj }>();
   const schedules = new Map<string, { obj: Schedule; lastFired?: Date; seen?: Date; plan?: Plan }>();
   let healthBusy = false;
   let scheduleBusy = false;
@@ -69,8 +74,8 @@ export const createTicks = (o: TicksOptions) => {
     try {
       await Promise.all(
         [...clusters.values()].map((c) =>
-          publish(tickEvent(o.source, EventType.healthTick, 'RedisCluster', c, slot)).catch(
-            (error: unknown) => o.log.debug('health tick not published', { name: c.metadata?.name, error }),
+          publish(tickEvent(o.source, EventType.healthTick, c.kind, c.obj, slot)).catch((error: unknown) =>
+            o.log.debug('health tick not published', { kind: c.kind, name: c.obj.metadata?.name, error }),
           ),
         ),
       );
@@ -134,35 +139,42 @@ export const createTicks = (o: TicksOptions) => {
     const uid = obj.metadata?.uid;
     if (!uid) return;
     // A health tick needs only the name: 10,000 clusters must not mean 10,000 objects in memory.
-    if (kind === 'RedisCluster')
-      clusters.set(uid, { metadata: { namespace: obj.metadata?.namespace, name: obj.metadata?.name, uid } });
+    if (TICKED.has(kind))
+      clusters.set(uid, {
+        kind,
+        obj: { metadata: { namespace: obj.metadata?.namespace, name: obj.metadata?.name, uid } },
+      });
     if (kind === 'BackupSchedule') {
       const s = schedules.get(uid);
       schedules.set(uid, { ...s, obj: obj as Schedule });
     }
   };
+  /** The uids known of one kind (clusters of every engine share one map). */
+  const known = (kind: string): string[] =>
+    TICKED.has(kind)
+      ? [...clusters].filter(([, c]) => c.kind === kind).map(([uid]) => uid)
+      : kind === 'BackupSchedule'
+        ? [...schedules.keys()]
+        : [];
   /** A complete list of one kind, page by page; objects not seen by its end are gone. */
   const beginList = (kind: string) => {
-    const map: Map<string, unknown> | undefined =
-      kind === 'RedisCluster' ? clusters : kind === 'BackupSchedule' ? schedules : undefined;
     const uids = new Set<string | undefined>();
     return {
       page: (objs: readonly KubeObj[]) => {
-        if (!map) return;
         for (const x of objs) {
           uids.add(x.metadata?.uid);
           put(kind, x);
         }
       },
       end: () => {
-        if (map) for (const uid of map.keys()) if (!uids.has(uid)) map.delete(uid);
+        for (const uid of known(kind)) if (!uids.has(uid)) remove(kind, uid);
       },
     };
   };
 
   const remove = (kind: string, uid: string | undefined) => {
     if (!uid) return;
-    if (kind === 'RedisCluster') clusters.delete(uid);
+    if (TICKED.has(kind)) clusters.delete(uid);
     if (kind === 'BackupSchedule') schedules.delete(uid);
   };
 

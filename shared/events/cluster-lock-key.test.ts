@@ -20,4 +20,14 @@ describe('clusterLockKey (the backup and restore functions lock their cluster)',
         objectKeyOf({ kind, namespace: 'prod', name: 'nightly' }),
       );
     });
+
+  it('locks the cluster of the kind the watcher names: an etcd and a Redis cluster may share a name', () => {
+    const etcd = clusterLockKey(
+      event({ kind: 'Backup', namespace: 'prod', name: 'b', cluster: 'main', clusterkind: 'EtcdCluster' }),
+    );
+    expect(etcd).toBe(objectKeyOf({ kind: 'EtcdCluster', namespace: 'prod', name: 'main' }));
+    expect(etcd).not.toBe(
+      clusterLockKey(event({ kind: 'Backup', namespace: 'prod', name: 'b', cluster: 'main' })),
+    );
+  });
 });

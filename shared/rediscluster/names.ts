@@ -1,10 +1,10 @@
 import type { RedisCluster } from '../api/generated.ts';
+import { redisEngine } from '../engines/redis.ts';
+import { ENGINE_LABEL, MANAGED_BY_TIDEWAY } from '../engines/types.ts';
 
 /** Labels every object Tideway makes for a cluster carries; the pod selector is a subset. */
 export const LABEL = {
-  name: 'app.kubernetes.io/name',
-  instance: 'app.kubernetes.io/instance',
-  managedBy: 'app.kubernetes.io/managed-by',
+  ...ENGINE_LABEL,
   component: 'app.kubernetes.io/component',
   role: 'tideway.dev/role',
 } as const;
@@ -37,9 +37,9 @@ export const namesOf = (rc: Pick<RedisCluster, 'metadata' | 'spec'>) => {
 };
 
 export const selectorLabels = (name: string) => ({
-  [LABEL.name]: 'redis',
+  [LABEL.name]: redisEngine.label,
   [LABEL.instance]: name,
-  [LABEL.managedBy]: 'tideway',
+  [LABEL.managedBy]: MANAGED_BY_TIDEWAY,
 });
 
 /** `redis:<version>` unless the user named an image. */
