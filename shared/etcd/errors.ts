@@ -53,14 +53,17 @@ export class EtcdServerError extends EtcdError {
   }
 }
 
-/** No answer: refused, reset, timed out, or the gateway's proxy failed. Another try may work. */
+/**
+ * No answer: refused, reset, timed out, or TLS failed (a certificate not trusted or refused: a
+ * rotated Secret may fix it, so it is retried like the rest). Another try may work.
+ */
 export class EtcdConnectionError extends EtcdError {
   override readonly name = 'EtcdConnectionError';
   /** The request surely did not reach etcd (refused, unresolvable): safe to send elsewhere. */
   readonly notSent: boolean;
 
   constructor(
-    reason: 'Connection' | 'Timeout',
+    reason: 'Connection' | 'Timeout' | 'TLS',
     message: string,
     o: { endpoint?: string; cause?: unknown; notSent?: boolean },
   ) {

@@ -23,6 +23,11 @@ export type CallOptions = {
 // even when it changes something.
 const notSentCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+// Node's and OpenSSL's codes for a handshake or certificate failure.
+const isTlsCode = (code: string) =>
+  /^(ERR_TLS_|ERR_SSL_)/.test(code) ||
+  /^(UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|HOSTNAME_MISMATCH)/.test(code);
+
 const errorBodyLimit = 64 * 1024;
 
 /** Checks and normalizes an endpoint: scheme, host and port, nothing else. */
@@ -142,11 +147,15 @@ export class GatewayHttp {
         });
       if (error instanceof Error && !('retry' in error)) {
         const code = (error as NodeJS.ErrnoException).code ?? '';
-        return new EtcdConnectionError('Connection', `${path} on ${endpoint}: ${error.message}`, {
-          endpoint,
-          cause: error,
-          notSent: notSentCodes.has(code),
-        });
+        return new EtcdConnectionError(
+          isTlsCode(code) ? 'TLS' : 'Connection',
+          `${path} on ${endpoint}: ${error.message}`,
+          {
+            endpoint,
+            cause: error,
+            notSent: notSentCodes.has(code),
+          },
+        );
       }
       return error;
     };
