@@ -42,6 +42,38 @@ describe('watcher events', () => {
     ).toMatchObject({ kind: 'RedisCluster', name: 'cache', cause: 'Pod/prod/cache-1' });
   });
 
+  it('maps what each engine makes to its own kind of cluster: a Redis and an etcd cluster may share a name', () => {
+    const labels = (engine: string) => ({
+      'app.kubernetes.io/name': engine,
+      'app.kubernetes.io/instance': 'main',
+      'app.kubernetes.io/managed-by': 'tideway',
+    });
+    expect(pod(labels('etcd'))).toMatchObject({ kind: 'EtcdCluster', name: 'main' });
+    expect(pod(labels('redis'))).toMatchObject({ kind: 'RedisCluster', name: 'main' });
+    // A kind the engine does not make is not its cluster's change (a Redis StatefulSet's PVC).
+    const pvcs = WATCHED.find((w) => w.kind === 'PersistentVolumeClaim')!;
+    const pvc = (engine: string) =>
+      resourceEvent('/s', {
+        type: 'updated',
+        watched: pvcs,
+        obj: {
+          metadata: {
+            name: 'data-main-0',
+            namespace: 'prod',
+            uid: 'v',
+            resourceVersion: '3',
+            labels: labels(engine),
+          },
+        },
+      });
+    expect(pvc('etcd')).toMatchObject({
+      kind: 'EtcdCluster',
+      name: 'main',
+      cause: 'PersistentVolumeClaim/prod/data-main-0',
+    });
+    expect(pvc('redis')).toBeUndefined();
+  });
+
   it('announces no cluster for an object whose labels name no engine (or no cluster)', () => {
     expect(pod({ 'app.kubernetes.io/instance': 'cache', 'app.kubernetes.io/managed-by': 'tideway' })).toBe(
       undefined,

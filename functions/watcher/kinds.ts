@@ -63,7 +63,8 @@ const owned = (k: OwnedKind): Watched => ({
     const labels = o.metadata?.labels;
     const engine = engineByLabel(labels?.[ENGINE_LABEL.name]);
     const cluster = labels?.[INSTANCE];
-    return engine && cluster && o.metadata?.namespace
+    // Only what that engine makes: a Redis PVC (a StatefulSet's) is no change of its cluster.
+    return engine?.owned.some((e) => e.kind === k.kind) && cluster && o.metadata?.namespace
       ? { kind: engine.cluster.kind, namespace: o.metadata.namespace, name: cluster }
       : undefined;
   },

@@ -1,5 +1,6 @@
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
 import { type AuthDeps, authenticate } from './auth.ts';
 import { type Ctx, type Env, nodePeer } from './context.ts';
@@ -31,14 +32,8 @@ export const ROUTES = {
   backupStatus: '/v1/namespaces/:namespace/backups/:name',
 } as const;
 
-const PLURAL: Record<Kind, string> = {
-  Restore: 'restores',
-  Backup: 'backups',
-  RedisCluster: 'redisclusters',
-  BackupSchedule: 'backupschedules',
-};
 const statusPath = (kind: Kind, namespace: string, name: string) =>
-  `/v1/namespaces/${namespace}/${PLURAL[kind]}/${name}`;
+  `/v1/namespaces/${namespace}/${TIDEWAY_KINDS[kind].plural}/${name}`;
 
 /**
  * The webhook's HTTP API (hono): Standard Webhooks signatures, plain JSON or CloudEvents bodies,

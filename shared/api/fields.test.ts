@@ -80,6 +80,13 @@ const READERS: Record<string, string> = {
   'RedisCluster.spec.podTemplate.affinity': 'shared/rediscluster/desired.ts',
   'RedisCluster.spec.podTemplate.securityContext': 'shared/rediscluster/desired.ts',
 
+  'EtcdCluster.spec.version': 'shared/etcdcluster/names.ts',
+  'EtcdCluster.spec.image': 'shared/etcdcluster/names.ts',
+  'EtcdCluster.spec.size': 'shared/etcdcluster/observe.ts',
+  'EtcdCluster.spec.storage.size': 'shared/etcdcluster/desired.ts',
+  'EtcdCluster.spec.storage.storageClassName': 'shared/etcdcluster/desired.ts',
+  'EtcdCluster.spec.resources': 'shared/etcdcluster/desired.ts',
+
   'Restore.spec.cluster.name': 'functions/restore/index.ts',
   'Restore.spec.source.backup.name': 'functions/restore/source.ts',
   'Restore.spec.source.latest': 'functions/restore/source.ts',

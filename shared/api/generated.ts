@@ -166,6 +166,58 @@ export type BackupScheduleSpec = z.infer<typeof zBackupScheduleSpec>;
 export type BackupScheduleStatus = z.infer<typeof zBackupScheduleStatus>;
 export type BackupSchedule = z.infer<typeof zBackupSchedule>;
 
+export const EtcdClusterResource = { group: "tideway.dev", version: "v1alpha1", plural: "etcdclusters", kind: "EtcdCluster" } as const;
+export const zEtcdClusterSpec = z.looseObject({
+  version: z.string().max(16).optional(),
+  image: z.string().max(512).optional(),
+  size: z.number().int().optional(),
+  storage: z.looseObject({
+    size: z.string().max(32).regex(new RegExp("^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")).optional(),
+    storageClassName: z.string().max(253).optional(),
+  }).optional(),
+  resources: z.looseObject({
+    limits: z.record(z.string(), z.union([z.number().int(), z.string()])).optional(),
+    requests: z.record(z.string(), z.union([z.number().int(), z.string()])).optional(),
+  }).optional(),
+});
+export const zEtcdClusterStatus = z.looseObject({
+  observedGeneration: z.number().int().optional(),
+  phase: z.enum(["Pending","Creating","Ready","Degraded","Failed","Deleting"]).optional(),
+  leader: z.string().max(253).optional(),
+  size: z.number().int().min(0).optional(),
+  readyMembers: z.number().int().min(0).optional(),
+  ready: z.string().max(16).optional(),
+  version: z.string().max(64).optional(),
+  clusterID: z.string().max(32).optional(),
+  members: z.array(z.looseObject({
+    name: z.string().max(253).optional(),
+    id: z.string().max(32).optional(),
+    learner: z.boolean().optional(),
+    healthy: z.boolean().optional(),
+    version: z.string().max(64).optional(),
+    raftIndex: z.number().int().optional(),
+    dbSize: z.number().int().optional(),
+  })).max(16).optional(),
+  conditions: z.array(z.looseObject({
+    type: z.string().max(64),
+    status: z.enum(["True","False","Unknown"]),
+    reason: z.string().max(128),
+    message: z.string().max(4096).optional(),
+    lastTransitionTime: z.string(),
+    observedGeneration: z.number().int().min(0).optional(),
+  })).max(32).optional(),
+});
+export const zEtcdCluster = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.literal("EtcdCluster"),
+  metadata: zObjectMeta,
+  spec: zEtcdClusterSpec,
+  status: zEtcdClusterStatus.optional(),
+});
+export type EtcdClusterSpec = z.infer<typeof zEtcdClusterSpec>;
+export type EtcdClusterStatus = z.infer<typeof zEtcdClusterStatus>;
+export type EtcdCluster = z.infer<typeof zEtcdCluster>;
+
 export const RedisClusterResource = { group: "tideway.dev", version: "v1alpha1", plural: "redisclusters", kind: "RedisCluster" } as const;
 export const zRedisClusterSpec = z.looseObject({
   version: z.string().max(16).regex(new RegExp("^[0-9]+\\.[0-9]+(\\.[0-9]+)?$")).optional(),

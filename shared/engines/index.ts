@@ -1,3 +1,4 @@
+import { etcdEngine } from './etcd.ts';
 import { redisEngine } from './redis.ts';
 import type { Engine, OwnedKind } from './types.ts';
 
@@ -5,7 +6,7 @@ export type { Engine, OwnedKind } from './types.ts';
 export { collectionPath, ENGINE_LABEL, MANAGED_BY_TIDEWAY } from './types.ts';
 
 /** Every engine Tideway runs. Adding one is adding it here (docs/engines.md). */
-export const ENGINES: readonly Engine[] = [redisEngine];
+export const ENGINES: readonly Engine[] = [redisEngine, etcdEngine];
 
 /**
  * The kind a Backup's or Restore's `spec.cluster` names when it names none: the API had one

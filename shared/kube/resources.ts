@@ -11,6 +11,12 @@ export const TIDEWAY_KINDS = {
     plural: 'redisclusters',
     kind: 'RedisCluster',
   },
+  EtcdCluster: {
+    group: TIDEWAY_GROUP,
+    version: TIDEWAY_VERSION,
+    plural: 'etcdclusters',
+    kind: 'EtcdCluster',
+  },
   Backup: { group: TIDEWAY_GROUP, version: TIDEWAY_VERSION, plural: 'backups', kind: 'Backup' },
   BackupSchedule: {
     group: TIDEWAY_GROUP,

@@ -1,7 +1,7 @@
 import type { KubeConfig, V1ConfigMap, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { RedisCluster } from '../api/generated.ts';
 import { type Applyable, serverSideApply } from '../kube/apply.ts';
-import { statusOf } from '../kube/errors.ts';
+import { applyOrRefuse, type Refusal, Refused } from '../kube/apply-owned.ts';
 import { assertOwnedOrAbsent, OwnershipConflict } from '../kube/ownership.ts';
 import {
   authConfSecretFor,
@@ -15,10 +15,7 @@ import {
 import { FIELD_MANAGER, namesOf } from './names.ts';
 import { ConfigRejected } from './redis-conf.ts';
 
-/** Why the owned objects could not be made to match the spec; a person has to act. */
-export type Refusal = { reason: string; message: string };
-
-const kindName = (o: Applyable) => `${o.kind} ${o.metadata?.name}`;
+export type { Refusal } from '../kube/apply-owned.ts';
 
 /**
  * Makes the objects a cluster owns match its spec, by server-side apply — but only objects that
@@ -75,32 +72,6 @@ export const applyOwned = async (o: {
     if (error instanceof ConfigRejected || error instanceof OwnershipConflict)
       return { reason: error.reason, message: error.message };
     if (error instanceof Refused) return { reason: 'Rejected', message: error.message };
-    throw error;
-  }
-};
-
-class Refused extends Error {
-  override readonly name = 'Refused';
-}
-
-/** 400 and 422 (the object is invalid) will not pass on a retry: report the API server's message. */
-const applyOrRefuse = async <T extends Applyable>(
-  apply: <U extends Applyable>(obj: U) => Promise<U>,
-  obj: T,
-): Promise<T> => {
-  try {
-    return await apply(obj);
-  } catch (error) {
-    const code = statusOf(error);
-    if (code === 400 || code === 422) {
-      const body = (error as { body?: unknown }).body;
-      let message = String((error as Error).message ?? error);
-      try {
-        const parsed = typeof body === 'string' ? JSON.parse(body) : body;
-        if (parsed && typeof parsed === 'object' && 'message' in parsed) message = String(parsed.message);
-      } catch {}
-      throw new Refused(`the API server refused ${kindName(obj)}: ${message}`);
-    }
     throw error;
   }
 };

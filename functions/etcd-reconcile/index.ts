@@ -1,0 +1,272 @@
+import { CoreV1Api } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { type EtcdCluster, zEtcdCluster } from '../../shared/api/generated.ts';
+import { addFinalizer, hasFinalizer } from '../../shared/engines/finalizer.ts';
+import { isOutcome, loadObject } from '../../shared/engines/load.ts';
+import type { EtcdClient } from '../../shared/etcd/client.ts';
+import { EtcdError } from '../../shared/etcd/errors.ts';
+import { memberIdToHex } from '../../shared/etcd/ids.ts';
+import { pdbFor, podFor, pvcFor, servicesFor } from '../../shared/etcdcluster/desired.ts';
+import { finalize } from '../../shared/etcdcluster/finalize.ts';
+import { createIfAbsent, deleteExactly } from '../../shared/etcdcluster/kube.ts';
+import { FIELD_MANAGER, namesOf } from '../../shared/etcdcluster/names.ts';
+import { observe, type Seen } from '../../shared/etcdcluster/observe.ts';
+import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
+import { statusFrom } from '../../shared/etcdcluster/status.ts';
+import { applyOwnedObjects } from '../../shared/kube/apply-owned.ts';
+import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
+import { handlerRecorder } from '../../shared/kube/events.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+
+type Status = NonNullable<EtcdCluster['status']>;
+
+/** Steps one run takes at most before it lets the next event (or tick) go on. */
+const MAX_STEPS = 12;
+
+/**
+ * etcd-reconcile: makes an EtcdCluster's members match its spec, one member at a time — bootstrap
+ * with the first members, add as a learner and promote once caught up, remove a non-leader, bring
+ * back a member's pod on its volume, replace a member whose volume is gone, upgrade one member at
+ * a time with the leader last — and writes down what it found. Level-triggered: every step is
+ * planned from what is there now (shared/etcdcluster/plan.ts); running it twice changes nothing.
+ */
+export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  const loaded = await loadObject(event, ctx, TIDEWAY_KINDS.EtcdCluster, zEtcdCluster);
+  if (isOutcome(loaded)) return loaded;
+  const { obj: c, writeStatus, regarding } = loaded;
+  const generation = c.metadata.generation;
+
+  if (c.metadata.deletionTimestamp) {
+    if (c.status?.phase !== 'Deleting') await writeStatus((s) => ({ ...s, phase: 'Deleting' }));
+    return (await finalize(ctx.kube, c, ctx.fence)) ? done : retryAfter(1000, 'WaitingForPods');
+  }
+  if (!hasFinalizer(c)) {
+    await addFinalizer(ctx.kube, TIDEWAY_KINDS.EtcdCluster, c);
+    return done; // the update is an event of its own
+  }
+
+  const condition = (s: Status, cond: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>) =>
+    setCondition(s.conditions as Condition[] | undefined, cond, generation);
+  const refusal = await applyOwnedObjects({
+    kube: ctx.kube,
+    fieldManager: FIELD_MANAGER,
+    ownerUid: c.metadata.uid ?? '',
+    objects: [...servicesFor(c), pdbFor(c)],
+    fence: ctx.fence,
+  });
+  if (refusal) {
+    await writeStatus((s) => ({
+      ...s,
+      conditions: condition(s, { type: 'Reconciled', status: 'False', ...refusal }),
+    }));
+    ctx.log.warn('not reconciled', refusal);
+    return done;
+  }
+
+  const core = ctx.kube.makeApiClient(CoreV1Api);
+  const recorder = handlerRecorder(ctx, 'etcd-reconcile');
+  let cluster = c;
+  let seen: Seen | undefined;
+  let step: Step = { kind: 'converged' };
+  let client: EtcdClient | undefined;
+  try {
+    for (let i = 0; i < MAX_STEPS; i++) {
+      client?.close();
+      const o = await observe(ctx.kube, cluster, ctx.signal);
+      client = o.client;
+      seen = o;
+      // The cluster formed: from now on members join it, never bootstrap another.
+      if (!cluster.status?.clusterID && o.clusterId && o.observed.members) {
+        const clusterID = memberIdToHex(o.clusterId);
+        cluster = (await writeStatus((s) => ({ ...s, clusterID }))) ?? cluster;
+        continue;
+      }
+      step = planStep(o.observed);
+      if (step.kind === 'wait' || step.kind === 'converged') break;
+      ctx.fence();
+      const note = await act(step, { cluster, client, ctx, core, writeStatus });
+      if (note) {
+        ctx.log.info(note.message, { step: step.kind });
+        await recorder.record({
+          regarding,
+          type: 'Normal',
+          reason: note.reason,
+          action: step.kind,
+          note: note.message,
+        });
+      }
+      if (step.kind === 'bootstrap') cluster = (await writeStatus((s) => s)) ?? cluster;
+      if (note?.wait) {
+        step = { kind: 'wait', reason: note.reason, message: note.message };
+        break;
+      }
+    }
+  } finally {
+    client?.close();
+  }
+
+  const final = step;
+  if (seen) {
+    const view = seen;
+    await writeStatus((s) => {
+      ctx.fence();
+      const next = statusFrom(cluster, s, view, final);
+      return {
+        ...next,
+        observedGeneration: generation,
+        conditions: condition(
+          {
+            ...next,
+            conditions: condition(s, {
+              type: 'Reconciled',
+              status: 'True',
+              reason: 'Reconciled',
+              message: '',
+            }),
+          },
+          final.kind === 'converged'
+            ? {
+                type: 'Ready',
+                status: 'True',
+                reason: 'Ready',
+                message: `${view.observed.size} members serve`,
+              }
+            : {
+                type: 'Ready',
+                status: 'False',
+                reason: final.kind === 'wait' ? final.reason : 'Reconciling',
+                message: final.kind === 'wait' ? final.message : `next: ${final.kind}`,
+              },
+        ),
+      };
+    });
+  }
+  return final.kind === 'converged'
+    ? done
+    : retryAfter(final.kind === 'wait' ? 2000 : 200, final.kind === 'wait' ? final.reason : 'Reconciling');
+};
+
+type ActDeps = {
+  cluster: EtcdCluster;
+  client: EtcdClient | undefined;
+  ctx: HandlerContext;
+  core: CoreV1Api;
+  writeStatus: (mutate: (s: Status) => Status | undefined) => Promise<EtcdCluster | undefined>;
+};
+
+/** Does one step; says what was done (for the log and an Event), or that the step must wait. */
+const act = async (
+  step: Step,
+  d: ActDeps,
+): Promise<{ reason: string; message: string; wait?: boolean } | undefined> => {
+  const { cluster: c, ctx, core } = d;
+  const n = namesOf(c);
+  const namespace = n.namespace;
+  const call = { signal: ctx.signal, timeoutMs: 10_000 };
+  const etcd = () => {
+    if (!d.client) throw new Error('no member pod to talk to');
+    return d.client;
+  };
+  switch (step.kind) {
+    case 'bootstrap':
+      // The names first (compare-and-set on what is there), then the pods: a run that stops in
+      // between finds them and makes the same members, never a second set.
+      await d.writeStatus((s) => {
+        if (s.members?.length) return undefined;
+        return { ...s, phase: 'Creating', members: step.members.map((name) => ({ name })) };
+      });
+      return { reason: 'Bootstrapping', message: `bootstrapping ${step.members.join(', ')}` };
+    case 'createMember':
+      await createIfAbsent(() =>
+        core.createNamespacedPersistentVolumeClaim({ namespace, body: pvcFor(c, step.member) }),
+      );
+      ctx.fence();
+      await createIfAbsent(() =>
+        core.createNamespacedPod({ namespace, body: podFor(c, step.member, step.join) }),
+      );
+      return { reason: 'MemberStarted', message: `started ${step.member} (${step.join.state})` };
+    case 'addLearner': {
+      try {
+        await etcd().memberAdd([n.peerURL(step.member)], { ...call, isLearner: true });
+      } catch (error) {
+        // An earlier add that timed out may have gone through: the next run sees the member.
+        if (error instanceof EtcdError && error.reason === 'PeerURLExists') return undefined;
+        if (error instanceof EtcdError && error.retry)
+          return { reason: 'AddDeferred', message: `adding ${step.member}: ${error.message}`, wait: true };
+        throw error;
+      }
+      return { reason: 'MemberAdded', message: `added ${step.member} as a learner` };
+    }
+    case 'promote':
+      try {
+        await etcd().memberPromote(step.id, call);
+      } catch (error) {
+        if (error instanceof EtcdError && error.retry)
+          return {
+            reason: 'LearnerCatchingUp',
+            message: `${step.member} is catching up: ${error.message}`,
+            wait: true,
+          };
+        throw error;
+      }
+      return { reason: 'MemberPromoted', message: `promoted ${step.member} to a voting member` };
+    case 'removeMember':
+      try {
+        await etcd().memberRemove(step.id, call);
+      } catch (error) {
+        if (error instanceof EtcdError && error.reason === 'MemberNotFound') return undefined;
+        if (error instanceof EtcdError && error.retry)
+          return {
+            reason: 'RemoveDeferred',
+            message: `removing ${step.member}: ${error.message}`,
+            wait: true,
+          };
+        throw error;
+      }
+      return {
+        reason: step.reason === 'VolumeLost' ? 'MemberReplaced' : 'MemberRemoved',
+        message:
+          step.reason === 'VolumeLost'
+            ? `removed ${step.member}: its volume is gone (a new member takes its place)`
+            : `removed ${step.member} (scale down)`,
+      };
+    case 'moveLeader':
+      await etcd().moveLeader(step.to, call);
+      return { reason: 'LeaderMoved', message: `moved leadership to ${step.toMember}` };
+    case 'deletePod': {
+      const pod = await core.readNamespacedPod({ namespace, name: step.member }).catch(() => undefined);
+      if (!pod?.metadata?.uid) return undefined;
+      await deleteExactly(() =>
+        core.deleteNamespacedPod({
+          namespace,
+          name: step.member,
+          body: { preconditions: { uid: pod.metadata?.uid ?? '' } },
+        }),
+      );
+      return {
+        reason: step.reason === 'Upgrade' ? 'MemberUpgrading' : 'PodDeleted',
+        message:
+          step.reason === 'Upgrade'
+            ? `restarting ${step.member} on ${n.name}'s new image`
+            : `deleted ${step.member}'s pod: it is no longer a member`,
+        ...(step.reason === 'Upgrade' ? { wait: true } : {}),
+      };
+    }
+    case 'deleteVolume': {
+      const name = n.pvc(step.member);
+      const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name }).catch(() => undefined);
+      if (!pvc?.metadata?.uid) return undefined;
+      await deleteExactly(() =>
+        core.deleteNamespacedPersistentVolumeClaim({
+          namespace,
+          name,
+          body: { preconditions: { uid: pvc.metadata?.uid ?? '' } },
+        }),
+      );
+      return { reason: 'VolumeDeleted', message: `deleted ${name}: its member was removed` };
+    }
+    default:
+      return undefined;
+  }
+};

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import type { EtcdCluster } from '../api/generated.ts';
+import { pdbFor, podFor, pvcFor, servicesFor } from './desired.ts';
+import { imageOf, memberOfPeerURL } from './names.ts';
+
+const c = (spec: Partial<EtcdCluster['spec']> = {}): EtcdCluster => ({
+  apiVersion: 'tideway.dev/v1alpha1',
+  kind: 'EtcdCluster',
+  metadata: { name: 'main', namespace: 'prod', uid: 'u-1' },
+  spec: { size: 3, version: '3.6', ...spec },
+});
+
+describe('an EtcdCluster’s objects', () => {
+  it('gives each member a stable DNS name through the peers Service, findable before it is ready', () => {
+    const pod = podFor(c(), 'main-1', { state: 'new', initialCluster: ['main-0', 'main-1', 'main-2'] });
+    expect(pod.spec).toMatchObject({ hostname: 'main-1', subdomain: 'main-peers' });
+    const args = pod.spec?.containers[0]?.args ?? [];
+    expect(args).toContain('--initial-advertise-peer-urls=http://main-1.main-peers.prod.svc:2380');
+    expect(args).toContain(
+      '--initial-cluster=main-0=http://main-0.main-peers.prod.svc:2380,main-1=http://main-1.main-peers.prod.svc:2380,main-2=http://main-2.main-peers.prod.svc:2380',
+    );
+    expect(args).toContain('--initial-cluster-state=new');
+    expect(args).toContain('--initial-cluster-token=main-u-1');
+    const [client, peers] = servicesFor(c());
+    expect(client?.metadata?.name).toBe('main');
+    expect(peers?.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true });
+    expect(memberOfPeerURL(c(), 'http://main-7.main-peers.prod.svc:2380')).toBe('main-7');
+    expect(memberOfPeerURL(c(), 'http://main-7.other-peers.prod.svc:2380')).toBeUndefined();
+  });
+
+  it('keeps volumes out of the garbage collector’s reach, marked with the cluster they belong to', () => {
+    const pvc = pvcFor(c({ storage: { size: '2Gi', storageClassName: 'fast' } }), 'main-0');
+    expect(pvc.metadata?.ownerReferences).toBeUndefined();
+    expect(pvc.metadata?.annotations).toEqual({ 'tideway.dev/owner-uid': 'u-1' });
+    expect(pvc.spec).toMatchObject({ storageClassName: 'fast', resources: { requests: { storage: '2Gi' } } });
+  });
+
+  it('keeps a quorum of the desired size through voluntary disruptions', () => {
+    expect(pdbFor(c({ size: 3 })).spec?.minAvailable).toBe(2);
+    expect(pdbFor(c({ size: 5 })).spec?.minAvailable).toBe(3);
+    expect(pdbFor(c({ size: 1 })).spec?.minAvailable).toBe(1);
+  });
+
+  it('runs the official image of the version, or the one given', () => {
+    expect(imageOf(c({ version: '3.6' }))).toBe('gcr.io/etcd-development/etcd:v3.6.16');
+    expect(imageOf(c({ version: '3.6.15' }))).toBe('gcr.io/etcd-development/etcd:v3.6.15');
+    expect(imageOf(c({ version: '3.5' }))).toMatch(/^gcr\.io\/etcd-development\/etcd:v3\.5\.\d+$/);
+    expect(imageOf(c({ image: 'mirror.local/etcd:v3.6.16' }))).toBe('mirror.local/etcd:v3.6.16');
+  });
+});

@@ -1,0 +1,179 @@
+import type {
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1ResourceRequirements,
+  V1Service,
+} from '@kubernetes/client-node';
+import type { EtcdCluster } from '../api/generated.ts';
+import { ENGINE_LABEL } from '../engines/types.ts';
+import {
+  CLIENT_PORT,
+  type Cluster,
+  imageOf,
+  MEMBER_LABEL,
+  METRICS_PORT,
+  namesOf,
+  OWNER_UID,
+  PEER_PORT,
+  quorumOf,
+  selectorLabels,
+} from './names.ts';
+
+const DATA_MOUNT = '/var/run/etcd';
+
+type Owner = Pick<EtcdCluster, 'apiVersion' | 'kind' | 'metadata' | 'spec'>;
+
+/** The cluster as controller owner: the garbage collector removes pods and Services with it. */
+export const ownerRef = (c: Owner) => ({
+  apiVersion: c.apiVersion,
+  kind: c.kind,
+  name: c.metadata.name ?? '',
+  uid: c.metadata.uid ?? '',
+  controller: true,
+  blockOwnerDeletion: true,
+});
+
+const meta = (c: Owner, name: string, component: string) => ({
+  name,
+  namespace: namesOf(c).namespace,
+  labels: { ...selectorLabels(c.metadata.name ?? ''), 'app.kubernetes.io/component': component },
+  ownerReferences: [ownerRef(c)],
+});
+
+/**
+ * `<name>` for clients (ready members only), `<name>-peers` headless and with unready addresses
+ * published: members find each other by name before any of them is ready (etcd needs a quorum to
+ * be ready at all).
+ */
+export const servicesFor = (c: Owner): V1Service[] => {
+  const n = namesOf(c);
+  const selector = selectorLabels(n.name);
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta(c, n.clientService, 'client'),
+      spec: {
+        selector,
+        ports: [{ name: 'client', port: CLIENT_PORT, targetPort: CLIENT_PORT }],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta(c, n.peerService, 'peers'),
+      spec: {
+        clusterIP: 'None',
+        publishNotReadyAddresses: true,
+        selector,
+        ports: [
+          { name: 'client', port: CLIENT_PORT, targetPort: CLIENT_PORT },
+          { name: 'peer', port: PEER_PORT, targetPort: PEER_PORT },
+        ],
+      },
+    },
+  ];
+};
+
+/** Voluntary disruptions (drains) keep a quorum of the desired size. */
+export const pdbFor = (c: Owner): V1PodDisruptionBudget => ({
+  apiVersion: 'policy/v1',
+  kind: 'PodDisruptionBudget',
+  metadata: meta(c, namesOf(c).pdb, 'members'),
+  spec: {
+    minAvailable: quorumOf(c.spec.size ?? 3),
+    selector: { matchLabels: selectorLabels(namesOf(c).name) },
+  },
+});
+
+/** A member's volume. No owner reference: deleting the cluster keeps its data (docs/etcd.md). */
+export const pvcFor = (c: Owner, member: string): V1PersistentVolumeClaim => {
+  const n = namesOf(c);
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: n.pvc(member),
+      namespace: n.namespace,
+      labels: { ...selectorLabels(n.name), [MEMBER_LABEL]: member },
+      annotations: { [OWNER_UID]: c.metadata.uid ?? '' },
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: c.spec.storage?.size ?? '1Gi' } },
+      ...(c.spec.storage?.storageClassName ? { storageClassName: c.spec.storage.storageClassName } : {}),
+    },
+  };
+};
+
+/** How a member starts: in a new cluster, or joining one that exists (after `member add`). */
+export type Join = {
+  state: 'new' | 'existing';
+  /** `--initial-cluster`: every member of the cluster it starts in, itself included. */
+  initialCluster: readonly string[];
+};
+
+/**
+ * A member's pod, on its own volume. Its flags only matter the first time it starts: with data
+ * in its volume, etcd starts from that and ignores --initial-cluster*.
+ */
+export const podFor = (c: Owner, member: string, join: Join): V1Pod => {
+  const n = namesOf(c);
+  const args = [
+    `--name=${member}`,
+    `--data-dir=${DATA_MOUNT}/data`,
+    `--listen-peer-urls=http://0.0.0.0:${PEER_PORT}`,
+    `--listen-client-urls=http://0.0.0.0:${CLIENT_PORT}`,
+    `--listen-metrics-urls=http://0.0.0.0:${METRICS_PORT}`,
+    `--advertise-client-urls=${n.clientURL(member)}`,
+    `--initial-advertise-peer-urls=${n.peerURL(member)}`,
+    `--initial-cluster=${join.initialCluster.map((m) => `${m}=${n.peerURL(m)}`).join(',')}`,
+    `--initial-cluster-state=${join.state}`,
+    `--initial-cluster-token=${n.name}-${c.metadata.uid ?? ''}`,
+  ];
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      ...meta(c, member, 'member'),
+      labels: { ...meta(c, member, 'member').labels, [MEMBER_LABEL]: member },
+    },
+    spec: {
+      hostname: member,
+      subdomain: n.peerService,
+      restartPolicy: 'Always',
+      containers: [
+        {
+          name: 'etcd',
+          image: imageOf(c),
+          command: ['/usr/local/bin/etcd'],
+          args,
+          ports: [
+            { name: 'client', containerPort: CLIENT_PORT },
+            { name: 'peer', containerPort: PEER_PORT },
+            { name: 'metrics', containerPort: METRICS_PORT },
+          ],
+          // Ready when the member has a leader and no alarm (serializable: no quorum read, so a
+          // learner catching up is not held back by it).
+          readinessProbe: {
+            httpGet: { path: '/health?serializable=true', port: METRICS_PORT },
+            periodSeconds: 2,
+            failureThreshold: 3,
+          },
+          resources: (c.spec.resources ?? {}) as V1ResourceRequirements,
+          volumeMounts: [{ name: 'data', mountPath: DATA_MOUNT }],
+        },
+      ],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: n.pvc(member) } }],
+    },
+  };
+};
+
+/** The member a pod or PVC of this cluster is for. */
+export const memberOf = (o: { metadata?: { labels?: Record<string, string> } }) =>
+  o.metadata?.labels?.[MEMBER_LABEL];
+
+export const isOurs = (c: Cluster, o: { metadata?: { labels?: Record<string, string> } }) =>
+  o.metadata?.labels?.[ENGINE_LABEL.instance] === c.metadata.name &&
+  o.metadata?.labels?.[ENGINE_LABEL.name] === selectorLabels('')[ENGINE_LABEL.name];

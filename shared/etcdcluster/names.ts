@@ -1,0 +1,82 @@
+import type { EtcdCluster } from '../api/generated.ts';
+import { etcdEngine } from '../engines/etcd.ts';
+import { ENGINE_LABEL, MANAGED_BY_TIDEWAY } from '../engines/types.ts';
+
+export const CLIENT_PORT = 2379;
+export const PEER_PORT = 2380;
+/** /health and /metrics, apart from the client port (probes need no client credentials). */
+export const METRICS_PORT = 2381;
+export const FIELD_MANAGER = 'tideway';
+export const FINALIZER = 'tideway.dev/cleanup';
+/** On a PVC: the cluster it was made for. PVCs carry no owner reference (data outlives its cluster). */
+export const OWNER_UID = 'tideway.dev/owner-uid';
+export const MEMBER_LABEL = 'tideway.dev/member';
+
+/** The image of each version, as the official images are tagged. */
+export const ETCD_IMAGES: Readonly<Record<string, string>> = {
+  '3.5': 'gcr.io/etcd-development/etcd:v3.5.26',
+  '3.6': 'gcr.io/etcd-development/etcd:v3.6.16',
+};
+
+export type Cluster = Pick<EtcdCluster, 'metadata' | 'spec'>;
+
+export const namesOf = (c: Cluster) => {
+  const name = c.metadata.name ?? '';
+  const namespace = c.metadata.namespace ?? 'default';
+  const peers = `${name}-peers`;
+  /** A member's stable DNS name: <member>.<name>-peers.<namespace>.svc (hostname + subdomain). */
+  const host = (member: string) => `${member}.${peers}.${namespace}.svc`;
+  return {
+    name,
+    namespace,
+    clientService: name,
+    peerService: peers,
+    pdb: name,
+    pvc: (member: string) => `data-${member}`,
+    host,
+    peerURL: (member: string) => `http://${host(member)}:${PEER_PORT}`,
+    clientURL: (member: string) => `http://${host(member)}:${CLIENT_PORT}`,
+  };
+};
+
+/** The member a peer URL names (its host's first label), or undefined for a URL not of this cluster. */
+export const memberOfPeerURL = (c: Cluster, url: string): string | undefined => {
+  try {
+    const host = new URL(url).hostname;
+    const [member, ...rest] = host.split('.');
+    return member && rest.join('.') === `${namesOf(c).peerService}.${namesOf(c).namespace}.svc`
+      ? member
+      : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+export const selectorLabels = (name: string) => ({
+  [ENGINE_LABEL.name]: etcdEngine.label,
+  [ENGINE_LABEL.instance]: name,
+  [ENGINE_LABEL.managedBy]: MANAGED_BY_TIDEWAY,
+});
+
+/** `x.y` of a version (3.6.16 → 3.6). */
+export const minorOf = (version: string) => version.split('.').slice(0, 2).join('.');
+
+/** The image a version runs: the user's, else the official image of that version. */
+export const imageOf = (c: Pick<EtcdCluster, 'spec'>) => {
+  if (c.spec.image) return c.spec.image;
+  const version = c.spec.version ?? '3.6';
+  const known = ETCD_IMAGES[minorOf(version)];
+  if (!known) throw new Error(`no image known for etcd ${version}`);
+  return version.split('.').length === 3 ? known.replace(/:v.*$/, `:v${version}`) : known;
+};
+
+/** Ordinal of a member name `<cluster>-<n>`, or -1. */
+export const ordinalOf = (cluster: string, member: string) => {
+  const prefix = `${cluster}-`;
+  if (!member.startsWith(prefix)) return -1;
+  const rest = member.slice(prefix.length);
+  return /^(0|[1-9][0-9]{0,5})$/.test(rest) ? Number(rest) : -1;
+};
+
+/** Votes that make a majority of `size` members. */
+export const quorumOf = (size: number) => Math.floor(size / 2) + 1;

@@ -1,0 +1,95 @@
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
+import type { EtcdCluster } from '../api/generated.ts';
+import type { EtcdClient } from '../etcd/client.ts';
+import { createEtcdClient } from '../etcd/gateway-client.ts';
+import type { EndpointStatus } from '../etcd/types.ts';
+import { memberOf } from './desired.ts';
+import { listMemberPods, listMemberVolumes } from './kube.ts';
+import { CLIENT_PORT, imageOf, memberOfPeerURL } from './names.ts';
+import type { MemberState, Observed, PodState } from './plan.ts';
+
+/** What a run saw: the planner's input, and what status is written from. */
+export type Seen = {
+  observed: Observed;
+  pods: V1Pod[];
+  /** Each member pod's status answer, by member name. */
+  statuses: Map<string, EndpointStatus>;
+  clusterId: string | undefined;
+};
+
+const CALL_MS = 3000;
+
+export const endpointOf = (p: V1Pod) =>
+  p.status?.podIP ? `http://${p.status.podIP}:${CLIENT_PORT}` : undefined;
+
+/** A client on the pods' IPs: the functions need not resolve cluster DNS (they may run outside it). */
+export const clientFor = (pods: readonly V1Pod[]): EtcdClient | undefined => {
+  const endpoints = pods.filter((p) => !p.metadata?.deletionTimestamp).flatMap((p) => endpointOf(p) ?? []);
+  return endpoints.length > 0 ? createEtcdClient({ endpoints }) : undefined;
+};
+
+/**
+ * Pods, volumes and the member list as they are now. The member list is read linearizably (through
+ * the leader): a member cut off from the others must not make the run forget a recent member.
+ */
+export const observe = async (
+  kc: KubeConfig,
+  c: EtcdCluster,
+  signal: AbortSignal,
+): Promise<Seen & { client: EtcdClient | undefined }> => {
+  const [pods, volumes] = await Promise.all([listMemberPods(kc, c), listMemberVolumes(kc, c)]);
+  const client = clientFor(pods);
+  const statuses = new Map<string, EndpointStatus>();
+  let members: MemberState[] | undefined;
+  let clusterId: string | undefined;
+  if (client) {
+    await Promise.all(
+      pods.map(async (p) => {
+        const endpoint = endpointOf(p);
+        const member = memberOf(p);
+        if (!endpoint || !member || p.metadata?.deletionTimestamp) return;
+        const s = await client.status(endpoint, { signal, timeoutMs: CALL_MS }).catch(() => undefined);
+        if (s) statuses.set(member, s);
+      }),
+    );
+    const list = await client
+      .memberList({ signal, timeoutMs: CALL_MS, linearizable: true })
+      .catch(() => undefined);
+    if (list) {
+      clusterId = list.header.clusterId;
+      members = list.members.flatMap((m) => {
+        const name = m.name || m.peerURLs.map((u) => memberOfPeerURL(c, u)).find(Boolean);
+        return name ? [{ id: m.id, name, learner: m.isLearner, started: m.name !== '' }] : [];
+      });
+    }
+  }
+  const leader = [...statuses.values()].map((s) => s.leader).find((l) => l !== undefined);
+  const podStates: PodState[] = pods.flatMap((p) => {
+    const member = memberOf(p);
+    if (!member) return [];
+    return [
+      {
+        member,
+        healthy: statuses.has(member) && (statuses.get(member)?.leader ?? undefined) !== undefined,
+        deleting: !!p.metadata?.deletionTimestamp,
+        image: p.spec?.containers?.[0]?.image ?? '',
+      },
+    ];
+  });
+  const recorded = (c.status?.members ?? []).flatMap((m) => (m.name ? [m.name] : []));
+  const bootstrapped = !!c.status?.clusterID;
+  const observed: Observed = {
+    cluster: c.metadata.name ?? '',
+    size: c.spec.size ?? 3,
+    image: imageOf(c),
+    bootstrapped,
+    bootstrapMembers: bootstrapped ? [] : recorded,
+    members,
+    lastKnown: recorded,
+    leader,
+    pods: podStates,
+    volumes: volumes.filter((v) => !v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
+    volumesDeleting: volumes.filter((v) => !!v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
+  };
+  return { observed, pods, statuses, clusterId, client };
+};

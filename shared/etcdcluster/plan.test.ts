@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { type MemberState, nextMemberName, type Observed, planStep } from './plan.ts';
+
+const IMAGE = 'gcr.io/etcd-development/etcd:v3.6.16';
+const OLD = 'gcr.io/etcd-development/etcd:v3.5.26';
+
+const member = (i: number, o: Partial<MemberState> = {}): MemberState => ({
+  id: String(100 + i),
+  name: `e-${i}`,
+  learner: false,
+  started: true,
+  ...o,
+});
+
+/** A formed cluster of `n` healthy voters e-0..e-(n-1) on IMAGE, led by e-0. */
+const cluster = (n: number, o: Partial<Observed> = {}): Observed => {
+  const members = Array.from({ length: n }, (_, i) => member(i));
+  return {
+    cluster: 'e',
+    size: n,
+    image: IMAGE,
+    bootstrapped: true,
+    bootstrapMembers: [],
+    members,
+    lastKnown: members.map((m) => m.name),
+    leader: '100',
+    pods: members.map((m) => ({ member: m.name, healthy: true, deleting: false, image: IMAGE })),
+    volumes: members.map((m) => m.name),
+    volumesDeleting: [],
+    ...o,
+  };
+};
+
+describe('planStep', () => {
+  it('bootstraps `size` members, then makes their pods as a new cluster, then waits for it to form', () => {
+    const fresh: Observed = {
+      ...cluster(0),
+      size: 3,
+      bootstrapped: false,
+      members: undefined,
+      leader: undefined,
+    };
+    expect(planStep(fresh)).toEqual({ kind: 'bootstrap', members: ['e-0', 'e-1', 'e-2'] });
+    const recorded = { ...fresh, bootstrapMembers: ['e-0', 'e-1', 'e-2'] };
+    expect(
+      planStep({ ...recorded, pods: [{ member: 'e-0', healthy: false, deleting: false, image: IMAGE }] }),
+    ).toEqual({
+      kind: 'createMember',
+      member: 'e-1',
+      join: { state: 'new', initialCluster: ['e-0', 'e-1', 'e-2'] },
+    });
+    const all = ['e-0', 'e-1', 'e-2'].map((m) => ({
+      member: m,
+      healthy: false,
+      deleting: false,
+      image: IMAGE,
+    }));
+    expect(planStep({ ...recorded, pods: all }).kind).toBe('wait');
+  });
+
+  it('is converged when every voter is healthy, on the image, at the size', () => {
+    expect(planStep(cluster(3))).toEqual({ kind: 'converged' });
+  });
+
+  it('scales up one member at a time: add a learner, start it, promote it once it runs', () => {
+    expect(planStep(cluster(3, { size: 5 }))).toEqual({ kind: 'addLearner', member: 'e-3' });
+    const added = cluster(3, { size: 5 });
+    added.members = [...(added.members ?? []), member(3, { learner: true, started: false })];
+    // Added, no pod yet: its pod joins the existing cluster, listing every member.
+    expect(planStep(added)).toEqual({
+      kind: 'createMember',
+      member: 'e-3',
+      join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2', 'e-3'] },
+    });
+    added.pods = [...added.pods, { member: 'e-3', healthy: false, deleting: false, image: IMAGE }];
+    added.volumes = [...added.volumes, 'e-3'];
+    expect(planStep(added)).toMatchObject({ kind: 'wait', reason: 'LearnerStarting' });
+    added.members = added.members.map((m) => (m.name === 'e-3' ? { ...m, started: true } : m));
+    added.pods = added.pods.map((p) => (p.member === 'e-3' ? { ...p, healthy: true } : p));
+    expect(planStep(added)).toEqual({ kind: 'promote', member: 'e-3', id: '103' });
+  });
+
+  it('never adds a member to a cluster with an unhealthy member', () => {
+    const o = cluster(3, { size: 5 });
+    o.pods = o.pods.map((p) => (p.member === 'e-2' ? { ...p, healthy: false } : p));
+    expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
+  });
+
+  it('scales down by removing the newest member that does not lead, then its pod, then its volume', () => {
+    expect(planStep(cluster(5, { size: 3 }))).toEqual({
+      kind: 'removeMember',
+      member: 'e-4',
+      id: '104',
+      reason: 'ScaleDown',
+    });
+    // The newest leads: the next newest goes; the leader is never the one removed.
+    expect(planStep(cluster(5, { size: 3, leader: '104' }))).toMatchObject({ member: 'e-3' });
+    const removed = cluster(5, { size: 3 });
+    removed.members = removed.members?.filter((m) => m.name !== 'e-4');
+    expect(planStep(removed)).toEqual({ kind: 'deletePod', member: 'e-4', reason: 'Stray' });
+    removed.pods = removed.pods.map((p) => (p.member === 'e-4' ? { ...p, deleting: true } : p));
+    expect(planStep(removed)).toMatchObject({ kind: 'wait', reason: 'PodTerminating' });
+    removed.pods = removed.pods.filter((p) => p.member !== 'e-4');
+    expect(planStep(removed)).toEqual({ kind: 'deleteVolume', member: 'e-4' });
+  });
+
+  it('brings a member back on its volume when its pod is gone', () => {
+    const o = cluster(3);
+    o.pods = o.pods.filter((p) => p.member !== 'e-1');
+    expect(planStep(o)).toEqual({
+      kind: 'createMember',
+      member: 'e-1',
+      join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2'] },
+    });
+  });
+
+  it('removes a member whose volume is gone (or going) before anything else, then replaces it with a new name', () => {
+    const going = cluster(3, { volumes: ['e-0', 'e-2'], volumesDeleting: ['e-1'] });
+    expect(planStep(going)).toEqual({ kind: 'removeMember', member: 'e-1', id: '101', reason: 'VolumeLost' });
+    const gone = cluster(3, { volumes: ['e-0', 'e-2'] });
+    gone.pods = gone.pods.filter((p) => p.member !== 'e-1');
+    expect(planStep(gone)).toMatchObject({ kind: 'removeMember', member: 'e-1', reason: 'VolumeLost' });
+    // After it left: a new member, never the old name (its data is gone, it must not rejoin as itself).
+    const left = cluster(3, { volumes: ['e-0', 'e-2'] });
+    left.members = left.members?.filter((m) => m.name !== 'e-1');
+    left.pods = left.pods.filter((p) => p.member !== 'e-1');
+    expect(planStep(left)).toEqual({ kind: 'addLearner', member: 'e-3' });
+  });
+
+  it('upgrades followers first, in order, then moves leadership, then the old leader', () => {
+    const o = cluster(3);
+    o.pods = o.pods.map((p) => ({ ...p, image: OLD }));
+    expect(planStep(o)).toEqual({ kind: 'deletePod', member: 'e-1', reason: 'Upgrade' });
+    o.pods = o.pods.map((p) => (p.member === 'e-0' ? p : { ...p, image: IMAGE }));
+    expect(planStep(o)).toEqual({ kind: 'moveLeader', from: '100', to: '101', toMember: 'e-1' });
+    expect(planStep({ ...o, leader: '101' })).toEqual({
+      kind: 'deletePod',
+      member: 'e-0',
+      reason: 'Upgrade',
+    });
+  });
+
+  it('takes no upgrade step while a member is unhealthy', () => {
+    const o = cluster(3);
+    o.pods = o.pods.map((p) => ({ ...p, image: OLD, healthy: p.member !== 'e-2' }));
+    expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
+  });
+
+  it('with no member answering: restarts pods on their volumes, then waits (quorum lost)', () => {
+    const o = cluster(3, { members: undefined, leader: undefined });
+    o.pods = o.pods.filter((p) => p.member === 'e-0');
+    expect(planStep(o)).toEqual({
+      kind: 'createMember',
+      member: 'e-1',
+      join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2'] },
+    });
+    o.pods = ['e-0', 'e-1', 'e-2'].map((m) => ({ member: m, healthy: false, deleting: false, image: IMAGE }));
+    expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'NoQuorum' });
+  });
+
+  it('names a new member past every name with a trace (pod, volume, member)', () => {
+    expect(nextMemberName(cluster(3))).toBe('e-3');
+    expect(nextMemberName(cluster(3, { volumesDeleting: ['e-7'] }))).toBe('e-8');
+    expect(nextMemberName(cluster(0, { cluster: 'e', lastKnown: [] }))).toBe('e-0');
+  });
+});

@@ -1,0 +1,198 @@
+import type { Join } from './desired.ts';
+import { ordinalOf } from './names.ts';
+
+/** A member as the member list shows it. */
+export type MemberState = {
+  id: string;
+  /** From its peer URL: known before the member ever started. */
+  name: string;
+  learner: boolean;
+  /** It started and published itself (the member list carries its name). */
+  started: boolean;
+};
+
+export type PodState = {
+  member: string;
+  /** The member process runs and answered a status request. */
+  healthy: boolean;
+  deleting: boolean;
+  image: string;
+};
+
+export type Observed = {
+  cluster: string;
+  /** Desired voting members. */
+  size: number;
+  image: string;
+  /** The cluster has formed once (status.clusterID): from now on members join, never bootstrap. */
+  bootstrapped: boolean;
+  /** The members chosen at bootstrap, recorded before their pods were made. */
+  bootstrapMembers: readonly string[];
+  /** The member list (linearizable), or undefined when no member answered with one. */
+  members: readonly MemberState[] | undefined;
+  /** The members last seen (status.members), for restarting pods when none answers. */
+  lastKnown: readonly string[];
+  /** The leader's member id, if one is known. */
+  leader: string | undefined;
+  pods: readonly PodState[];
+  /** Members with a volume that is not being deleted. */
+  volumes: readonly string[];
+  /** Members whose volume is being deleted (its pod still holds it). */
+  volumesDeleting: readonly string[];
+};
+
+export type Step =
+  | { kind: 'bootstrap'; members: string[] }
+  | { kind: 'createMember'; member: string; join: Join }
+  | { kind: 'addLearner'; member: string }
+  | { kind: 'promote'; member: string; id: string }
+  | { kind: 'removeMember'; member: string; id: string; reason: 'ScaleDown' | 'VolumeLost' }
+  | { kind: 'moveLeader'; from: string; to: string; toMember: string }
+  | { kind: 'deletePod'; member: string; reason: 'Removed' | 'Upgrade' | 'Stray' }
+  | { kind: 'deleteVolume'; member: string }
+  | { kind: 'wait'; reason: string; message: string }
+  | { kind: 'converged' };
+
+const byOrdinal = (cluster: string) => (a: string, b: string) =>
+  ordinalOf(cluster, a) - ordinalOf(cluster, b) || a.localeCompare(b);
+
+/** The next member name: one past every name in use (pods, volumes, members), never reused while traces remain. */
+export const nextMemberName = (o: Observed): string => {
+  const used = [
+    ...o.pods.map((p) => p.member),
+    ...o.volumes,
+    ...o.volumesDeleting,
+    ...(o.members ?? []).map((m) => m.name),
+    ...o.lastKnown,
+    ...o.bootstrapMembers,
+  ];
+  const next = Math.max(-1, ...used.map((m) => ordinalOf(o.cluster, m))) + 1;
+  return `${o.cluster}-${next}`;
+};
+
+/**
+ * One step toward the spec, safety first: repair (restart a member's pod on its volume, remove a
+ * member whose volume is gone, clean what belongs to no member), then a learner's progress, then
+ * size (one member at a time: add as a learner and promote once caught up; remove a non-leader),
+ * then the version (one member at a time, the leader last after moving leadership). Disruptive
+ * steps wait until every member is healthy. Pure: the handler observes, acts, and asks again.
+ */
+export const planStep = (o: Observed): Step => {
+  const pods = new Map(o.pods.map((p) => [p.member, p]));
+  const volumes = new Set(o.volumes);
+
+  if (!o.bootstrapped) {
+    if (o.bootstrapMembers.length === 0)
+      return {
+        kind: 'bootstrap',
+        members: Array.from({ length: o.size }, (_, i) => `${o.cluster}-${i}`),
+      };
+    const missing = o.bootstrapMembers.find((m) => !pods.has(m));
+    if (missing)
+      return {
+        kind: 'createMember',
+        member: missing,
+        join: { state: 'new', initialCluster: o.bootstrapMembers },
+      };
+    return {
+      kind: 'wait',
+      reason: 'Bootstrapping',
+      message: 'waiting for the first members to form the cluster',
+    };
+  }
+
+  if (!o.members) {
+    // Nobody answers: bring back the pods of members whose volumes are there; nothing else.
+    const down = o.lastKnown.find((m) => !pods.has(m) && volumes.has(m));
+    if (down)
+      return {
+        kind: 'createMember',
+        member: down,
+        join: { state: 'existing', initialCluster: o.lastKnown },
+      };
+    return {
+      kind: 'wait',
+      reason: 'NoQuorum',
+      message: `no member answers with the member list (${o.pods.length} of ${o.lastKnown.length} pods exist)`,
+    };
+  }
+
+  const members = o.members;
+  const names = members.map((m) => m.name);
+  const inList = new Set(names);
+  const voters = members.filter((m) => !m.learner);
+  const healthy = (m: MemberState) => pods.get(m.name)?.healthy === true && !pods.get(m.name)?.deleting;
+  const allHealthy = members.every(healthy);
+  const leaderMember = members.find((m) => m.id === o.leader);
+
+  // A member whose volume is gone lost its data: it must leave before anything else joins.
+  const lost = members.find(
+    (m) => m.started && (o.volumesDeleting.includes(m.name) || (!volumes.has(m.name) && !pods.has(m.name))),
+  );
+  if (lost) return { kind: 'removeMember', member: lost.name, id: lost.id, reason: 'VolumeLost' };
+
+  // A member without its pod: start it again on its volume (or, never started, on a new one).
+  const podless = members.find((m) => !pods.has(m.name));
+  if (podless)
+    return {
+      kind: 'createMember',
+      member: podless.name,
+      join: { state: 'existing', initialCluster: names },
+    };
+
+  // What belongs to no member: pods and volumes of removed members (or of an add that failed).
+  const strayPod = o.pods.find((p) => !inList.has(p.member));
+  if (strayPod) {
+    if (strayPod.deleting)
+      return { kind: 'wait', reason: 'PodTerminating', message: `${strayPod.member} is stopping` };
+    return { kind: 'deletePod', member: strayPod.member, reason: 'Stray' };
+  }
+  const strayVolume = o.volumes.find((v) => !inList.has(v) && !pods.has(v));
+  if (strayVolume) return { kind: 'deleteVolume', member: strayVolume };
+
+  const learner = members.find((m) => m.learner);
+  if (learner) {
+    if (!learner.started || !healthy(learner))
+      return { kind: 'wait', reason: 'LearnerStarting', message: `${learner.name} is starting` };
+    return { kind: 'promote', member: learner.name, id: learner.id };
+  }
+
+  if (voters.length < o.size) {
+    if (!allHealthy) return unhealthy(members, healthy);
+    return { kind: 'addLearner', member: nextMemberName(o) };
+  }
+
+  if (voters.length > o.size) {
+    if (!allHealthy) return unhealthy(members, healthy);
+    // The newest member that does not lead; the leader hands over first if it is the only choice.
+    const order = [...voters].sort((a, b) => byOrdinal(o.cluster)(b.name, a.name));
+    const victim = order.find((m) => m.id !== o.leader);
+    if (victim) return { kind: 'removeMember', member: victim.name, id: victim.id, reason: 'ScaleDown' };
+  }
+
+  const stale = members.filter((m) => pods.get(m.name)?.image !== o.image);
+  if (stale.length > 0) {
+    if (!allHealthy) return unhealthy(members, healthy);
+    const follower = stale
+      .sort((a, b) => byOrdinal(o.cluster)(a.name, b.name))
+      .find((m) => m.id !== o.leader);
+    if (follower) return { kind: 'deletePod', member: follower.name, reason: 'Upgrade' };
+    // Only the leader runs the old image: hand leadership to an upgraded member first.
+    const to = voters.find((m) => m.id !== o.leader);
+    if (leaderMember && to)
+      return { kind: 'moveLeader', from: leaderMember.id, to: to.id, toMember: to.name };
+    if (leaderMember) return { kind: 'deletePod', member: leaderMember.name, reason: 'Upgrade' };
+  }
+
+  if (!allHealthy) return unhealthy(members, healthy);
+  return { kind: 'converged' };
+};
+
+const unhealthy = (members: readonly MemberState[], healthy: (m: MemberState) => boolean): Step => ({
+  kind: 'wait',
+  reason: 'MembersUnhealthy',
+  message: `waiting for ${members
+    .filter((m) => !healthy(m))
+    .map((m) => m.name)
+    .join(', ')} to be healthy before changing membership or version`,
+});
