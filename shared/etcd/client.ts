@@ -22,8 +22,8 @@
  * - Every error is an EtcdError with `retry` and a stable `reason` (errors.ts): 'LearnerNotReady',
  *   'TooManyLearners', 'NotEnoughStartedMembers', 'NoLeader', 'LeaderChanged', 'Timeout',
  *   'UnhealthyCluster' are worth retrying; 'MemberNotFound', 'PeerURLExists', bad requests not.
- *   A write that timed out may still have been applied (e.g. memberAdd then 'PeerURLExists'):
- *   look before adding again.
+ *   A write that timed out may still have been applied (memberAdd again then fails with
+ *   'PeerURLExists', or 'MemberExists' within the same second): look before adding again.
  * - Every call takes an AbortSignal and a timeout (whole call; the snapshot's bounds the wait for
  *   its first message, then an idle timeout applies).
  * - snapshot(): the database then its SHA-256, streamed in bounded memory, the hash checked
@@ -104,6 +104,12 @@ export type EtcdClient = {
     o: CallOptions & { prefix: Bytes; limit?: number; serializable?: boolean; keysOnly?: boolean },
   ): Promise<RangeResult>;
   delete(key: Bytes | { prefix: Bytes }, o?: CallOptions): Promise<{ deleted: number }>;
+  /**
+   * Drops the history before `revision` (what etcd's auto-compaction does); `physical` waits until
+   * it is gone from the backend, so that a defragment after it frees the space (NOSPACE recovery:
+   * compact, defragment every member, disarm).
+   */
+  compact(revision: number, o?: CallOptions & { physical?: boolean }): Promise<void>;
 
   /**
    * The maintenance snapshot, streamed (first endpoint that answers, or `o.endpoint`). Resolves at

@@ -24,7 +24,7 @@ export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 export class EtcdError extends Error {
   override readonly name: string = 'EtcdError';
   readonly retry: boolean;
-  /** CamelCase, stable: what callers branch on (e.g. 'LearnerNotReady', 'MemberNotFound'). */
+  /** Stable, what callers branch on: an EtcdReason, or a gRPC code's name ('Unavailable'). */
   readonly reason: string;
   /** The endpoint that answered (or failed), when one did. */
   readonly endpoint: string | undefined;
@@ -99,37 +99,80 @@ export class EtcdSnapshotError extends EtcdError {
   }
 }
 
+/**
+ * The reasons this client gives (besides gRPC code names, e.g. 'Unavailable', for statuses it does
+ * not know by message): callers compare `error.reason` with these.
+ */
+export const EtcdReason = {
+  // etcd's answers
+  LearnerNotReady: 'LearnerNotReady',
+  TooManyLearners: 'TooManyLearners',
+  NotEnoughStartedMembers: 'NotEnoughStartedMembers',
+  MemberNotLearner: 'MemberNotLearner',
+  MemberNotFound: 'MemberNotFound',
+  PeerURLExists: 'PeerURLExists',
+  MemberExists: 'MemberExists',
+  BadMemberURLs: 'BadMemberURLs',
+  NoLeader: 'NoLeader',
+  NotLeader: 'NotLeader',
+  LeaderChanged: 'LeaderChanged',
+  Timeout: 'Timeout',
+  UnhealthyCluster: 'UnhealthyCluster',
+  ServerStopped: 'ServerStopped',
+  NotCapable: 'NotCapable',
+  NotSupportedForLearner: 'NotSupportedForLearner',
+  TooManyRequests: 'TooManyRequests',
+  NoSpace: 'NoSpace',
+  Corrupt: 'Corrupt',
+  BadLeaderTransferee: 'BadLeaderTransferee',
+  RequestTooLarge: 'RequestTooLarge',
+  Compacted: 'Compacted',
+  FutureRevision: 'FutureRevision',
+  ClusterIdMismatch: 'ClusterIdMismatch',
+  EmptyKey: 'EmptyKey',
+  // the client's own
+  Connection: 'Connection',
+  TLS: 'TLS',
+  Aborted: 'Aborted',
+  Protocol: 'Protocol',
+  SnapshotTruncated: 'SnapshotTruncated',
+  SnapshotChecksum: 'SnapshotChecksum',
+} as const;
+export type EtcdReason = (typeof EtcdReason)[keyof typeof EtcdReason];
+
+const R = EtcdReason;
+
 // etcd's own messages (api/v3rpc/rpctypes), matched by a distinctive part: the gRPC code alone is
 // not enough (FailedPrecondition is both "learner not ready", worth waiting for, and "not a
 // learner", which never changes), and one server error reaches the client with code Unknown.
 // Order matters: the first match wins.
-const known: readonly (readonly [fragment: string, reason: string, retry: boolean])[] = [
-  ['which is in sync with leader', 'LearnerNotReady', true],
-  ['learner is not ready', 'LearnerNotReady', true],
-  ['too many learner members', 'TooManyLearners', true],
-  ['not enough started members', 'NotEnoughStartedMembers', true],
-  ['can only promote a learner member', 'MemberNotLearner', false],
-  ['member not found', 'MemberNotFound', false],
-  ['peer urls already exist', 'PeerURLExists', false],
-  ['member id already exist', 'MemberExists', false],
-  ['given member urls are invalid', 'BadMemberURLs', false],
-  ['no leader', 'NoLeader', true],
-  ['not leader', 'NotLeader', true],
-  ['leader changed', 'LeaderChanged', true],
-  ['request timed out', 'Timeout', true],
-  ['unhealthy cluster', 'UnhealthyCluster', true],
-  ['server stopped', 'ServerStopped', true],
-  ['not capable', 'NotCapable', true],
-  ['rpc not supported for learner', 'NotSupportedForLearner', true],
-  ['too many requests', 'TooManyRequests', true],
-  ['database space exceeded', 'NoSpace', false],
-  ['corrupt cluster', 'Corrupt', false],
-  ['bad leader transferee', 'BadLeaderTransferee', false],
-  ['request is too large', 'RequestTooLarge', false],
-  ['required revision has been compacted', 'Compacted', false],
-  ['required revision is a future revision', 'FutureRevision', false],
-  ['cluster id mismatch', 'ClusterIdMismatch', false],
-  ['key is not provided', 'EmptyKey', false],
+const known: readonly (readonly [fragment: string, reason: EtcdReason, retry: boolean])[] = [
+  ['which is in sync with leader', R.LearnerNotReady, true],
+  ['learner is not ready', R.LearnerNotReady, true],
+  ['too many learner members', R.TooManyLearners, true],
+  ['not enough started members', R.NotEnoughStartedMembers, true],
+  ['can only promote a learner member', R.MemberNotLearner, false],
+  ['member not found', R.MemberNotFound, false],
+  ['peer urls already exist', R.PeerURLExists, false],
+  ['member id already exist', R.MemberExists, false],
+  ['given member urls are invalid', R.BadMemberURLs, false],
+  ['no leader', R.NoLeader, true],
+  ['not leader', R.NotLeader, true],
+  ['leader changed', R.LeaderChanged, true],
+  ['request timed out', R.Timeout, true],
+  ['unhealthy cluster', R.UnhealthyCluster, true],
+  ['server stopped', R.ServerStopped, true],
+  ['not capable', R.NotCapable, true],
+  ['rpc not supported for learner', R.NotSupportedForLearner, true],
+  ['too many requests', R.TooManyRequests, true],
+  ['database space exceeded', R.NoSpace, false],
+  ['corrupt cluster', R.Corrupt, false],
+  ['bad leader transferee', R.BadLeaderTransferee, false],
+  ['request is too large', R.RequestTooLarge, false],
+  ['required revision has been compacted', R.Compacted, false],
+  ['required revision is a future revision', R.FutureRevision, false],
+  ['cluster id mismatch', R.ClusterIdMismatch, false],
+  ['key is not provided', R.EmptyKey, false],
 ];
 
 const retryableCodes: ReadonlySet<number> = new Set([

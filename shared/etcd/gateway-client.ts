@@ -252,6 +252,12 @@ export const createEtcdClient = (options: EtcdClientOptions): EtcdClient => {
       return { deleted: parseAnswer(zDelete, r.body, 'delete', r.endpoint).deleted };
     },
 
+    compact: async (revision, o) => {
+      const body = { revision: String(revision), ...(o?.physical ? { physical: true } : {}) };
+      const r = await call('/v3/kv/compaction', body, o, false);
+      parseAnswer(zEmpty, r.body, 'compact', r.endpoint);
+    },
+
     snapshot: (o) =>
       o?.endpoint
         ? snapshotFrom(normalizeEndpoint(o.endpoint), o)

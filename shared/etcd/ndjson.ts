@@ -25,8 +25,14 @@ export class NdjsonDecoder {
     let nl = chunk.indexOf(NL, start);
     while (nl >= 0) {
       const piece = chunk.subarray(start, nl);
-      this.#add(piece);
-      this.#emit(out);
+      if (this.#pendingBytes === 0) {
+        // The whole line is in this chunk: parsed from it, not copied.
+        if (piece.length > this.#maxLineBytes) throw this.#tooLong();
+        this.#parse(Buffer.from(piece.buffer, piece.byteOffset, piece.length).toString('utf8'), out);
+      } else {
+        this.#add(piece);
+        this.#emit(out);
+      }
       start = nl + 1;
       nl = chunk.indexOf(NL, start);
     }
@@ -44,10 +50,13 @@ export class NdjsonDecoder {
   #add(piece: Uint8Array) {
     if (piece.length === 0) return;
     this.#pendingBytes += piece.length;
-    if (this.#pendingBytes > this.#maxLineBytes)
-      throw new EtcdProtocolError(`a streamed message is over ${this.#maxLineBytes} bytes`);
+    if (this.#pendingBytes > this.#maxLineBytes) throw this.#tooLong();
     // Copied: the caller's chunk may be reused once push returns.
     this.#pending.push(Buffer.from(piece));
+  }
+
+  #tooLong() {
+    return new EtcdProtocolError(`a streamed message is over ${this.#maxLineBytes} bytes`);
   }
 
   #emit(out: unknown[]) {
@@ -57,6 +66,10 @@ export class NdjsonDecoder {
     ).toString('utf8');
     this.#pending = [];
     this.#pendingBytes = 0;
+    this.#parse(line, out);
+  }
+
+  #parse(line: string, out: unknown[]) {
     if (line.trim() === '') return;
     try {
       out.push(JSON.parse(line));

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, openSync } from 'node:fs';
+import { existsSync, openSync, readdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -37,6 +37,21 @@ export const findEtcdutl = async (): Promise<string | undefined> => {
   return candidates.find((c) => existsSync(c));
 };
 
+/**
+ * An etcd 3.5 from the test bed's etcd images (images/etcd-v3.5.x/etcd), when built: the gateway of
+ * 3.5 is grpc-gateway v1, whose error bodies differ from 3.6's.
+ */
+export const findEtcd35 = (): string | undefined => {
+  const images = join(cacheDir(), 'images');
+  if (!existsSync(images)) return undefined;
+  const dir = readdirSync(images)
+    .filter((d) => /^etcd-v3\.5\./.test(d))
+    .sort()
+    .at(-1);
+  const bin = dir ? join(images, dir, 'etcd') : undefined;
+  return bin && existsSync(bin) ? bin : undefined;
+};
+
 /** Distinct free TCP ports on 127.0.0.1 (held together while picked, so no two are the same). */
 export const freePorts = async (n: number): Promise<number[]> => {
   const servers = await Promise.all(
@@ -72,9 +87,12 @@ export class LocalEtcd {
   readonly #token = `tideway-test-${process.pid}-${Date.now()}`;
   readonly members: EtcdMember[] = [];
 
-  constructor(dir: string, tls?: TlsFiles) {
+  readonly #bin: string;
+
+  constructor(dir: string, tls?: TlsFiles, bin = etcdBinary()) {
     this.#dir = dir;
     this.#tls = tls;
+    this.#bin = bin;
   }
 
   get scheme() {
@@ -130,7 +148,7 @@ export class LocalEtcd {
       ...extra,
     ];
     const log = openSync(join(this.#dir, `${m.name}.log`), 'a');
-    m.process = spawn(etcdBinary(), args, { stdio: ['ignore', log, log] });
+    m.process = spawn(this.#bin, args, { stdio: ['ignore', log, log] });
   }
 
   /** Stops every process it started. */
