@@ -12,24 +12,27 @@ const c = (spec: Partial<EtcdCluster['spec']> = {}): EtcdCluster => ({
 
 describe('an EtcdCluster’s objects', () => {
   it('gives each member a stable DNS name through the peers Service, findable before it is ready', () => {
-    const pod = podFor(c(), 'main-1', { state: 'new', initialCluster: ['main-0', 'main-1', 'main-2'] });
-    expect(pod.spec).toMatchObject({ hostname: 'main-1', subdomain: 'main-peers' });
+    const pod = podFor(c(), 'main-etcd-1', {
+      state: 'new',
+      initialCluster: ['main-etcd-0', 'main-etcd-1', 'main-etcd-2'],
+    });
+    expect(pod.spec).toMatchObject({ hostname: 'main-etcd-1', subdomain: 'main-etcd-peers' });
     const args = pod.spec?.containers[0]?.args ?? [];
-    expect(args).toContain('--initial-advertise-peer-urls=http://main-1.main-peers.prod.svc:2380');
+    expect(args).toContain('--initial-advertise-peer-urls=http://main-etcd-1.main-etcd-peers.prod.svc:2380');
     expect(args).toContain(
-      '--initial-cluster=main-0=http://main-0.main-peers.prod.svc:2380,main-1=http://main-1.main-peers.prod.svc:2380,main-2=http://main-2.main-peers.prod.svc:2380',
+      '--initial-cluster=main-etcd-0=http://main-etcd-0.main-etcd-peers.prod.svc:2380,main-etcd-1=http://main-etcd-1.main-etcd-peers.prod.svc:2380,main-etcd-2=http://main-etcd-2.main-etcd-peers.prod.svc:2380',
     );
     expect(args).toContain('--initial-cluster-state=new');
     expect(args).toContain('--initial-cluster-token=main-u-1');
     const [client, peers] = servicesFor(c());
-    expect(client?.metadata?.name).toBe('main');
+    expect(client?.metadata?.name).toBe('main-etcd');
     expect(peers?.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true });
-    expect(memberOfPeerURL(c(), 'http://main-7.main-peers.prod.svc:2380')).toBe('main-7');
-    expect(memberOfPeerURL(c(), 'http://main-7.other-peers.prod.svc:2380')).toBeUndefined();
+    expect(memberOfPeerURL(c(), 'http://main-etcd-7.main-etcd-peers.prod.svc:2380')).toBe('main-etcd-7');
+    expect(memberOfPeerURL(c(), 'http://main-etcd-7.other-etcd-peers.prod.svc:2380')).toBeUndefined();
   });
 
   it('keeps volumes out of the garbage collector’s reach, marked with the cluster they belong to', () => {
-    const pvc = pvcFor(c({ storage: { size: '2Gi', storageClassName: 'fast' } }), 'main-0');
+    const pvc = pvcFor(c({ storage: { size: '2Gi', storageClassName: 'fast' } }), 'main-etcd-0');
     expect(pvc.metadata?.ownerReferences).toBeUndefined();
     expect(pvc.metadata?.annotations).toEqual({ 'tideway.dev/owner-uid': 'u-1' });
     expect(pvc.spec).toMatchObject({ storageClassName: 'fast', resources: { requests: { storage: '2Gi' } } });

@@ -14,7 +14,7 @@ export const MEMBER_LABEL = 'tideway.dev/member';
 
 /** The image of each version, as the official images are tagged. */
 export const ETCD_IMAGES: Readonly<Record<string, string>> = {
-  '3.5': 'gcr.io/etcd-development/etcd:v3.5.26',
+  '3.5': 'gcr.io/etcd-development/etcd:v3.5.35',
   '3.6': 'gcr.io/etcd-development/etcd:v3.6.16',
 };
 
@@ -23,15 +23,19 @@ export type Cluster = Pick<EtcdCluster, 'metadata' | 'spec'>;
 export const namesOf = (c: Cluster) => {
   const name = c.metadata.name ?? '';
   const namespace = c.metadata.namespace ?? 'default';
-  const peers = `${name}-peers`;
-  /** A member's stable DNS name: <member>.<name>-peers.<namespace>.svc (hostname + subdomain). */
+  // Every name carries `-etcd`: a RedisCluster of the same name owns <name>, <name>-0, … there.
+  const base = `${name}-etcd`;
+  const peers = `${base}-peers`;
+  /** A member's stable DNS name: <member>.<name>-etcd-peers.<namespace>.svc (hostname + subdomain). */
   const host = (member: string) => `${member}.${peers}.${namespace}.svc`;
   return {
     name,
     namespace,
-    clientService: name,
+    /** Members are <name>-etcd-<n>: pods, hostnames and etcd member names. */
+    memberPrefix: base,
+    clientService: base,
     peerService: peers,
-    pdb: name,
+    pdb: base,
     pvc: (member: string) => `data-${member}`,
     host,
     peerURL: (member: string) => `http://${host(member)}:${PEER_PORT}`,
@@ -70,9 +74,9 @@ export const imageOf = (c: Pick<EtcdCluster, 'spec'>) => {
   return version.split('.').length === 3 ? known.replace(/:v.*$/, `:v${version}`) : known;
 };
 
-/** Ordinal of a member name `<cluster>-<n>`, or -1. */
-export const ordinalOf = (cluster: string, member: string) => {
-  const prefix = `${cluster}-`;
+/** Ordinal of a member name `<prefix>-<n>`, or -1. */
+export const ordinalOf = (memberPrefix: string, member: string) => {
+  const prefix = `${memberPrefix}-`;
   if (!member.startsWith(prefix)) return -1;
   const rest = member.slice(prefix.length);
   return /^(0|[1-9][0-9]{0,5})$/.test(rest) ? Number(rest) : -1;

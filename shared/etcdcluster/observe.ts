@@ -5,7 +5,7 @@ import { createEtcdClient } from '../etcd/gateway-client.ts';
 import type { EndpointStatus } from '../etcd/types.ts';
 import { memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
-import { CLIENT_PORT, imageOf, memberOfPeerURL } from './names.ts';
+import { CLIENT_PORT, imageOf, memberOfPeerURL, namesOf } from './names.ts';
 import type { MemberState, Observed, PodState } from './plan.ts';
 
 /** What a run saw: the planner's input, and what status is written from. */
@@ -79,7 +79,7 @@ export const observe = async (
   const recorded = (c.status?.members ?? []).flatMap((m) => (m.name ? [m.name] : []));
   const bootstrapped = !!c.status?.clusterID;
   const observed: Observed = {
-    cluster: c.metadata.name ?? '',
+    memberPrefix: namesOf(c).memberPrefix,
     size: c.spec.size ?? 3,
     image: imageOf(c),
     bootstrapped,

@@ -16,7 +16,7 @@ const member = (i: number, o: Partial<MemberState> = {}): MemberState => ({
 const cluster = (n: number, o: Partial<Observed> = {}): Observed => {
   const members = Array.from({ length: n }, (_, i) => member(i));
   return {
-    cluster: 'e',
+    memberPrefix: 'e',
     size: n,
     image: IMAGE,
     bootstrapped: true,
@@ -161,6 +161,6 @@ describe('planStep', () => {
   it('names a new member past every name with a trace (pod, volume, member)', () => {
     expect(nextMemberName(cluster(3))).toBe('e-3');
     expect(nextMemberName(cluster(3, { volumesDeleting: ['e-7'] }))).toBe('e-8');
-    expect(nextMemberName(cluster(0, { cluster: 'e', lastKnown: [] }))).toBe('e-0');
+    expect(nextMemberName(cluster(0, { memberPrefix: 'e', lastKnown: [] }))).toBe('e-0');
   });
 });

@@ -20,7 +20,8 @@ export type PodState = {
 };
 
 export type Observed = {
-  cluster: string;
+  /** Member names are `<memberPrefix>-<n>`. */
+  memberPrefix: string;
   /** Desired voting members. */
   size: number;
   image: string;
@@ -53,8 +54,8 @@ export type Step =
   | { kind: 'wait'; reason: string; message: string }
   | { kind: 'converged' };
 
-const byOrdinal = (cluster: string) => (a: string, b: string) =>
-  ordinalOf(cluster, a) - ordinalOf(cluster, b) || a.localeCompare(b);
+const byOrdinal = (prefix: string) => (a: string, b: string) =>
+  ordinalOf(prefix, a) - ordinalOf(prefix, b) || a.localeCompare(b);
 
 /** The next member name: one past every name in use (pods, volumes, members), never reused while traces remain. */
 export const nextMemberName = (o: Observed): string => {
@@ -66,8 +67,8 @@ export const nextMemberName = (o: Observed): string => {
     ...o.lastKnown,
     ...o.bootstrapMembers,
   ];
-  const next = Math.max(-1, ...used.map((m) => ordinalOf(o.cluster, m))) + 1;
-  return `${o.cluster}-${next}`;
+  const next = Math.max(-1, ...used.map((m) => ordinalOf(o.memberPrefix, m))) + 1;
+  return `${o.memberPrefix}-${next}`;
 };
 
 /**
@@ -85,7 +86,7 @@ export const planStep = (o: Observed): Step => {
     if (o.bootstrapMembers.length === 0)
       return {
         kind: 'bootstrap',
-        members: Array.from({ length: o.size }, (_, i) => `${o.cluster}-${i}`),
+        members: Array.from({ length: o.size }, (_, i) => `${o.memberPrefix}-${i}`),
       };
     const missing = o.bootstrapMembers.find((m) => !pods.has(m));
     if (missing)
@@ -165,7 +166,7 @@ export const planStep = (o: Observed): Step => {
   if (voters.length > o.size) {
     if (!allHealthy) return unhealthy(members, healthy);
     // The newest member that does not lead; the leader hands over first if it is the only choice.
-    const order = [...voters].sort((a, b) => byOrdinal(o.cluster)(b.name, a.name));
+    const order = [...voters].sort((a, b) => byOrdinal(o.memberPrefix)(b.name, a.name));
     const victim = order.find((m) => m.id !== o.leader);
     if (victim) return { kind: 'removeMember', member: victim.name, id: victim.id, reason: 'ScaleDown' };
   }
@@ -174,7 +175,7 @@ export const planStep = (o: Observed): Step => {
   if (stale.length > 0) {
     if (!allHealthy) return unhealthy(members, healthy);
     const follower = stale
-      .sort((a, b) => byOrdinal(o.cluster)(a.name, b.name))
+      .sort((a, b) => byOrdinal(o.memberPrefix)(a.name, b.name))
       .find((m) => m.id !== o.leader);
     if (follower) return { kind: 'deletePod', member: follower.name, reason: 'Upgrade' };
     // Only the leader runs the old image: hand leadership to an upgraded member first.

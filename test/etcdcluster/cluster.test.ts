@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bed, createNamespace, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
+import type { Worker } from '../support/functions.ts';
+import { refusals } from '../support/redis.ts';
+import { etcdClusters, startEtcdFunctions } from './support.ts';
+
+/**
+ * EtcdClusters end to end with the product's functions (watcher, two etcd-reconcile replicas, each
+ * as its own ServiceAccount) on the test bed: real etcd members from the official image's table
+ * entry, finding each other through the bed's cluster DNS; the data checked through etcd itself.
+ */
+describe('etcd cluster', () => {
+  const b = bed();
+  let ns = '';
+  let workers: Worker[] = [];
+  const etcd = etcdClusters(b, () => ns);
+
+  beforeAll(async () => {
+    await installCrds(b.info);
+    ns = await createNamespace(b.core, 'etcd');
+    workers = await startEtcdFunctions(b, ns, 'etcd-test');
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    expect(refusals(workers)).toEqual([]);
+  });
+
+  const uids = async (name: string) =>
+    Object.fromEntries((await etcd.pods(name)).map((p) => [p.metadata?.name ?? '', p.metadata?.uid ?? '']));
+
+  it('size 3 → Ready: three voting members, a leader, clients write and read', async () => {
+    await etcd.apply('main', { size: 3 });
+    const c = await etcd.ready('main', 3);
+    expect(c.status).toMatchObject({ phase: 'Ready', ready: '3/3', size: 3, readyMembers: 3 });
+    expect(c.status?.leader).toMatch(/^main-etcd-[0-2]$/);
+    expect(c.status?.version).toMatch(/^3\.6\./);
+    expect(c.status?.clusterID).toMatch(/^[0-9a-f]+$/);
+    const client = await etcd.client('main');
+    try {
+      for (let i = 0; i < 50; i++) await client.put(`k${i}`, `v${i}`);
+      expect((await client.get('k49'))?.value.toString()).toBe('v49');
+      expect((await client.memberList()).members.map((m) => m.name).sort()).toEqual([
+        'main-0',
+        'main-1',
+        'main-2',
+      ]);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('size 5 by apply → five voting members, one at a time, without restarting the first three', async () => {
+    const before = await uids('main');
+    await etcd.apply('main', { size: 5 });
+    await etcd.ready('main', 5);
+    const after = await uids('main');
+    for (const [name, uid] of Object.entries(before)) expect(after[name], name).toBe(uid);
+    const restarts = (await etcd.pods('main')).flatMap(
+      (p) => p.status?.containerStatuses?.map((s) => s.restartCount) ?? [],
+    );
+    expect(restarts.filter((r) => r > 0)).toEqual([]);
+    const client = await etcd.client('main');
+    try {
+      const { members } = await client.memberList();
+      expect(members.filter((m) => !m.isLearner)).toHaveLength(5);
+      expect((await client.get('k0'))?.value.toString()).toBe('v0');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('size 3 again → two members removed (the leader stays), their pods and volumes gone, data intact', async () => {
+    const leader = (await etcd.get('main')).status?.leader;
+    await etcd.apply('main', { size: 3 });
+    const c = await etcd.ready('main', 3);
+    expect((c.status?.members ?? []).map((m) => m.name)).toContain(leader);
+    await until(
+      'the removed members’ volumes deleted',
+      async () => {
+        const pvcs = await b.core.listNamespacedPersistentVolumeClaim({ namespace: ns });
+        return pvcs.items.filter((v) => !v.metadata?.deletionTimestamp).length === 3 ? true : undefined;
+      },
+      60_000,
+      500,
+    );
+    const client = await etcd.client('main');
+    try {
+      const all = await client.range({ prefix: 'k' });
+      expect(all.count).toBe(50);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('a member’s pod and volume deleted → a new member replaces it; the cluster stays healthy, no data lost', async () => {
+    const c = await etcd.get('main');
+    const victim = (c.status?.members ?? []).find((m) => m.name !== c.status?.leader)?.name ?? '';
+    expect(victim).not.toBe('');
+    await b.core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: `data-${victim}` });
+    await b.core.deleteNamespacedPod({ namespace: ns, name: victim });
+    const healed = await until(
+      `${victim} replaced`,
+      async () => {
+        const x = await etcd.ready('main', 3, 5_000).catch(() => undefined);
+        return x && !(x.status?.members ?? []).some((m) => m.name === victim) ? x : undefined;
+      },
+      240_000,
+      1000,
+    );
+    expect(healed.status?.members?.map((m) => m.name)).not.toContain(victim);
+    const client = await etcd.client('main');
+    try {
+      expect((await client.range({ prefix: 'k' })).count).toBe(50);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('refuses bad input at admission with a message that says what to fix', async () => {
+    await expect(etcd.apply('bad', { size: 4 })).rejects.toMatchObject({
+      stderr: expect.stringContaining('size must be 1, 3, 5 or 7'),
+    });
+    await expect(etcd.apply('bad', { version: '3.7' })).rejects.toMatchObject({
+      stderr: expect.stringContaining('version must be 3.5 or 3.6'),
+    });
+  });
+});

@@ -1,0 +1,82 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { EtcdCluster } from '../../shared/api/generated.ts';
+import type { EtcdClient } from '../../shared/etcd/client.ts';
+import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { type bed, until } from '../support/bed.ts';
+import { startFunction } from '../support/redis.ts';
+
+const ETCD = TIDEWAY_KINDS.EtcdCluster;
+
+/** The watcher and two etcd-reconcile replicas, each as its own ServiceAccount, for one namespace. */
+export const startEtcdFunctions = async (b: ReturnType<typeof bed>, ns: string, id: string) => {
+  const workers = [await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id })];
+  for (let r = 0; r < 2; r++)
+    workers.push(await startFunction(b, ns, id, 'etcd-reconcile', { TIDEWAY_REPLICA: String(r) }));
+  return workers;
+};
+
+/** EtcdCluster helpers for one namespace. */
+export const etcdClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
+  const get = async (name: string) =>
+    (await b.custom.getNamespacedCustomObject({ ...ETCD, namespace: ns(), name })) as EtcdCluster;
+  const pods = async (name: string): Promise<V1Pod[]> =>
+    (
+      await b.core.listNamespacedPod({
+        namespace: ns(),
+        labelSelector: `app.kubernetes.io/name=etcd,app.kubernetes.io/instance=${name}`,
+      })
+    ).items.sort((x, y) => (x.metadata?.name ?? '').localeCompare(y.metadata?.name ?? ''));
+  return {
+    get,
+    pods,
+    /** Server-side apply as a user would, with kubectl. */
+    apply: (name: string, spec: Record<string, unknown>) =>
+      b.kubectlIn(
+        JSON.stringify({
+          apiVersion: 'tideway.dev/v1alpha1',
+          kind: 'EtcdCluster',
+          metadata: { name, namespace: ns() },
+          spec,
+        }),
+        'apply',
+        '--server-side',
+        '--field-manager=test-user',
+        '-f',
+        '-',
+      ),
+    /**
+     * Ready for the current generation with `size` healthy voting members, the member list and
+     * the pods agreeing (a status written before a pod went would otherwise pass).
+     */
+    ready: (name: string, size: number, timeoutMs = 240_000) =>
+      until(
+        `${name} Ready with ${size} members`,
+        async () => {
+          const c = await get(name);
+          const s = c.status;
+          const ready = (s?.conditions as { type: string; status: string }[] | undefined)?.find(
+            (x) => x.type === 'Ready',
+          );
+          if (
+            s?.phase !== 'Ready' ||
+            ready?.status !== 'True' ||
+            s.observedGeneration !== c.metadata.generation
+          )
+            return undefined;
+          const live = (await pods(name)).filter((p) => !p.metadata?.deletionTimestamp);
+          const voters = (s.members ?? []).filter((m) => !m.learner && m.healthy);
+          return voters.length === size && live.length === size && s.size === size ? c : undefined;
+        },
+        timeoutMs,
+        500,
+      ),
+    /** A client on the member pods' IPs (the test runs outside the pod network's DNS). */
+    client: async (name: string): Promise<EtcdClient> =>
+      createEtcdClient({
+        endpoints: (await pods(name)).flatMap((p) =>
+          p.status?.podIP ? [`http://${p.status.podIP}:2379`] : [],
+        ),
+      }),
+  };
+};
