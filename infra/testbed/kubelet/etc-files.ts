@@ -1,4 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import { formatResolvConf, parseResolvConf, type ResolvConf } from '../dns/resolv-conf.ts';
 
 /** The pod's host name: spec.hostname, else its name, cut to 63 characters as kubelet does. */
 export const podHostname = (pod: V1Pod): string =>
@@ -32,20 +33,75 @@ export const hostsFile = (pod: V1Pod, podIp: string, clusterDomain = 'cluster.lo
   return `${lines.join('\n')}\n`;
 };
 
+/** What kubelet's --cluster-dns and --cluster-domain say. */
+export type ClusterDnsConfig = { readonly nameservers: readonly string[]; readonly domain: string };
+
 /**
- * The pod's /etc/resolv.conf. There is no cluster DNS on the test bed, and kubelet without
- * --cluster-dns gives ClusterFirst pods the node's resolver, as for dnsPolicy Default; `None`
- * takes only spec.dnsConfig, which is appended in the other cases.
+ * The pod's /etc/resolv.conf, as kubelet forms it (pkg/kubelet/network/dns) and containerd
+ * writes it (search, nameserver, options):
+ * - `ClusterFirst` (the default): the cluster DNS, the search path `<ns>.svc.<domain>
+ *   svc.<domain> <domain>` and the node's search domains, `options ndots:5`. A hostNetwork pod
+ *   gets the node's instead, unless its policy is `ClusterFirstWithHostNet`; without a cluster
+ *   DNS (`cluster` undefined) kubelet falls back to the node's as well.
+ * - `Default`: the node's nameservers, search domains and options.
+ * - `None`: nothing but spec.dnsConfig.
+ * spec.dnsConfig is then merged in (duplicates dropped, its options override ones of the same
+ * name), and the result cut to kubelet's limits: 3 nameservers, 32 search domains of at most
+ * 253 characters, 2048 characters in all.
  */
-export const resolvConf = (pod: V1Pod, hostResolvConf: string): string => {
-  const c = pod.spec?.dnsConfig;
-  const base = pod.spec?.dnsPolicy === 'None' ? '' : hostResolvConf.trimEnd();
-  const extra = [
-    ...(c?.nameservers ?? []).map((n) => `nameserver ${n}`),
-    ...(c?.searches?.length ? [`search ${c.searches.join(' ')}`] : []),
-    ...(c?.options?.length
-      ? [`options ${c.options.map((o) => (o.value ? `${o.name}:${o.value}` : o.name)).join(' ')}`]
-      : []),
-  ];
-  return `${[base, ...extra].filter(Boolean).join('\n')}\n`;
+export const resolvConf = (pod: V1Pod, hostResolvConf: string, cluster?: ClusterDnsConfig): string => {
+  const host = parseResolvConf(hostResolvConf);
+  const policy = pod.spec?.dnsPolicy ?? 'ClusterFirst';
+  const useCluster =
+    policy === 'ClusterFirstWithHostNet' ||
+    (policy !== 'None' && policy !== 'Default' && !pod.spec?.hostNetwork);
+  let c: ResolvConf = host;
+  if (policy === 'None') c = { nameservers: [], searches: [], options: [] };
+  else if (useCluster && cluster) {
+    const ns = pod.metadata?.namespace ?? 'default';
+    c = {
+      nameservers: cluster.nameservers,
+      searches: unique([
+        `${ns}.svc.${cluster.domain}`,
+        `svc.${cluster.domain}`,
+        cluster.domain,
+        ...host.searches,
+      ]),
+      options: ['ndots:5'],
+    };
+  }
+  const extra = pod.spec?.dnsConfig;
+  if (extra) {
+    c = {
+      nameservers: unique([...c.nameservers, ...(extra.nameservers ?? [])]),
+      searches: unique([...c.searches, ...(extra.searches ?? [])]),
+      options: mergeOptions(c.options, extra.options ?? []),
+    };
+  }
+  const text = formatResolvConf({
+    ...c,
+    nameservers: c.nameservers.slice(0, 3),
+    searches: fitSearches(c.searches),
+  });
+  // containerd copies the node's file when kubelet hands it nothing to write.
+  return text === '' ? hostResolvConf : text;
+};
+
+const unique = (xs: readonly string[]): string[] => [...new Set(xs)];
+
+/** kubelet keeps options in a map (so its order varies); here the first place of a name wins. */
+const mergeOptions = (existing: readonly string[], given: readonly { name?: string; value?: string }[]) => {
+  const options = new Map<string, string>();
+  for (const o of existing) {
+    const at = o.indexOf(':');
+    options.set(at < 0 ? o : o.slice(0, at), at < 0 ? '' : o.slice(at + 1));
+  }
+  for (const o of given) options.set(o.name ?? '', o.value ?? '');
+  return [...options].map(([name, value]) => (value ? `${name}:${value}` : name));
+};
+
+const fitSearches = (searches: readonly string[]): string[] => {
+  const kept = searches.slice(0, 32).filter((s) => s.length <= 253);
+  while (kept.join(' ').length > 2048) kept.pop();
+  return kept;
 };

@@ -29,6 +29,7 @@ export const startNodeAgent = async (
     restartBackoffMs: o.restartBackoffMs ?? 10_000,
     maxBackoffMs: o.maxBackoffMs ?? 300_000,
     volumeRefreshMs: o.volumeRefreshMs ?? 2000,
+    clusterDns: o.clusterDns,
   };
   const workers = new Map<string, { worker: PodWorker; pod: V1Pod; terminating?: Promise<void> }>();
   const byName = (ns: string, name: string) =>

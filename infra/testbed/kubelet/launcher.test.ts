@@ -38,4 +38,40 @@ describe('launcherScript', () => {
       `touch "$R"'/etc/key.conf'\nmount --bind`,
     );
   });
+
+  it("binds the pod's /etc/hosts and resolv.conf over the machine's, which it never touches", async () => {
+    // Outside /tmp, which the pod root does not take from the machine.
+    const etc = await mkdtemp('/var/tmp/tideway-launcher-');
+    try {
+      const podFiles = (containerPath: string) =>
+        launcherScript({
+          root: join(root, 'r'),
+          tmp: join(root, 't'),
+          mounts: [],
+          podFiles: [{ hostPath: join(root, 'pod-file'), containerPath }],
+          workingDir: '/',
+          argv: ['true'],
+          env: {},
+          log: join(root, 'log'),
+        });
+      // A plain file: one bind over it, in the rbind of the machine's directory.
+      await writeFile(join(etc, 'plain'), 'machine\n');
+      const plain = podFiles(join(etc, 'plain'));
+      expect(plain).toContain(`mount --rbind '/var' "$R"'/var'`);
+      expect(plain).toContain(`\nmount --bind '${join(root, 'pod-file')}' "$R"'${join(etc, 'plain')}'\n`);
+      expect(plain).not.toContain(`touch "$R"'${join(etc, 'plain')}'`);
+      // A symlink (systemd-resolved's resolv.conf): a bind would follow it, so its directory is
+      // expanded, the link left out and a file of the pod root bound instead.
+      await symlink('../run/elsewhere', join(etc, 'linked'));
+      const linked = podFiles(join(etc, 'linked'));
+      expect(linked).toContain(`mkdir -p "$R"'${etc}'\n`);
+      expect(linked).toContain(`mount --bind '${join(etc, 'plain')}' "$R"'${join(etc, 'plain')}'`);
+      expect(linked).not.toContain('elsewhere');
+      expect(linked).toContain(
+        `touch "$R"'${join(etc, 'linked')}'\nmount --bind '${join(root, 'pod-file')}' "$R"'${join(etc, 'linked')}'`,
+      );
+    } finally {
+      await rm(etc, { recursive: true, force: true });
+    }
+  });
 });

@@ -18,6 +18,13 @@ export const launcherScript = (o: {
   root: string;
   tmp: string;
   mounts: readonly Mount[];
+  /**
+   * Files kubelet manages (the pod's /etc/hosts and /etc/resolv.conf), bound in place of the
+   * machine's own without touching them: over the machine's file when it is a plain file (one
+   * mount, in this mount namespace only); when it is a symlink (a local resolver's resolv.conf)
+   * or missing, its directory is expanded and the link left out, as a bind would follow it.
+   */
+  podFiles?: readonly { hostPath: string; containerPath: string }[];
   workingDir: string;
   argv: readonly string[];
   env: Readonly<Record<string, string>>;
@@ -27,10 +34,23 @@ export const launcherScript = (o: {
   const lines = ['set -e', `exec >>${q(o.log)} 2>&1`, `R=${q(o.root)}`, 'mkdir -p "$R"'];
   const workingDir = o.workingDir.replace(/\/+$/, '') || '/';
   // The working directory is made in the pod root like a mount path, never on the host.
-  const paths = [...o.mounts.map((m) => m.containerPath.replace(/\/+$/, '') || '/'), workingDir];
+  const podFiles = o.podFiles ?? [];
+  const isFile = (path: string) => {
+    try {
+      return lstatSync(path).isFile();
+    } catch {
+      return false;
+    }
+  };
+  const replaced = new Set(podFiles.map((f) => f.containerPath).filter((p) => !isFile(p)));
+  const paths = [
+    ...[...o.mounts.map((m) => m.containerPath), ...replaced].map((p) => p.replace(/\/+$/, '') || '/'),
+    workingDir,
+  ];
   const needsExpansion = (dir: string) => paths.some((p) => p.startsWith(`${dir}/`)) || paths.includes(dir);
 
   const place = (hostPath: string) => {
+    if (replaced.has(hostPath)) return;
     const target = `"$R"${q(hostPath)}`;
     let st: ReturnType<typeof lstatSync>;
     try {
@@ -57,6 +77,10 @@ export const launcherScript = (o: {
   }
   for (const d of ['proc', 'sys', 'dev']) lines.push(`mkdir -p "$R/${d}"`, `mount --rbind /${d} "$R/${d}"`);
   lines.push(`mkdir -p "$R/tmp" "$R/run"`, `mount --bind ${q(o.tmp)} "$R/tmp"`);
+  for (const f of podFiles) {
+    if (replaced.has(f.containerPath)) lines.push(`touch "$R"${q(f.containerPath)}`);
+    lines.push(`mount --bind ${q(f.hostPath)} "$R"${q(f.containerPath)}`);
+  }
   // Longest paths last, so a volume inside another volume's path lands on top.
   for (const m of [...o.mounts].sort((a, b) => a.containerPath.length - b.containerPath.length)) {
     const target = `"$R"${q(m.containerPath)}`;

@@ -18,7 +18,7 @@ import { TESTBED_ENV_MARKER } from '../paths.ts';
 import { type ManagedProcess, startProcess } from '../process/managed-process.ts';
 import { ContainerConfigError, resolveEnv } from './env.ts';
 import { ImagePullError } from './errors.ts';
-import { hostsFile, podHostname, resolvConf } from './etc-files.ts';
+import { type ClusterDnsConfig, hostsFile, podHostname, resolvConf } from './etc-files.ts';
 import { volumeMounts } from './mounts.ts';
 import { type ExecIdentity, type PodFiles, prepareOciContainer } from './oci-container.ts';
 import { type ProbeLoop, probeLoop, runProbe } from './probes.ts';
@@ -71,6 +71,8 @@ export type WorkerContext = {
   maxBackoffMs: number;
   /** How often configMap, secret and downwardAPI volumes are refreshed while the pod runs. */
   volumeRefreshMs: number;
+  /** kubelet's --cluster-dns and --cluster-domain; without, ClusterFirst pods get the node's resolver. */
+  clusterDns?: ClusterDnsConfig | undefined;
 };
 
 export type PodWorker = {
@@ -196,7 +198,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
     if (!existsSync(files.hosts)) {
       await mkdir(join(podDir, 'etc'), { recursive: true });
       const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
-      await writeFile(files.resolvConf, resolvConf(pod, host), { mode: 0o644 });
+      await writeFile(files.resolvConf, resolvConf(pod, host, ctx.clusterDns), { mode: 0o644 });
       await writeFile(files.hostname, `${podHostname(pod)}\n`, { mode: 0o644 });
       await writeFile(files.hosts, hostsFile(pod, podIp ?? ''), { mode: 0o644 });
     }
@@ -259,6 +261,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
           spec: r.spec,
           podEnv,
           volumes: mounts,
+          podFiles: await podFiles(),
           dir: cdir,
           log: logFile,
         });

@@ -6,7 +6,7 @@ import { resolveArgv } from './command.ts';
 import { ContainerConfigError, containerEnv } from './env.ts';
 import { launcherScript } from './launcher.ts';
 import type { HostMount } from './mounts.ts';
-import type { ExecIdentity } from './oci-container.ts';
+import type { ExecIdentity, PodFiles } from './oci-container.ts';
 
 /**
  * A container of an image-table image: the machine's own file system (see launcherScript) with
@@ -20,6 +20,8 @@ export const prepareTableContainer = async (o: {
   spec: V1Container;
   podEnv: Readonly<Record<string, string>>;
   volumes: readonly HostMount[];
+  /** The pod's /etc/hosts and /etc/resolv.conf, in place of the machine's (as for every container). */
+  podFiles: Pick<PodFiles, 'hosts' | 'resolvConf'>;
   dir: string;
   /** The container's log file. */
   log: string;
@@ -48,6 +50,13 @@ export const prepareTableContainer = async (o: {
     mounts: [
       { hostPath: binDir, containerPath: '/tideway/bin', readOnly: true },
       ...o.volumes.map((v) => ({ hostPath: v.source, containerPath: v.containerPath, readOnly: v.readOnly })),
+    ],
+    podFiles: [
+      // A volume at /etc/hosts replaces kubelet's, as with the runtime.
+      ...(o.volumes.some((v) => v.containerPath === '/etc/hosts')
+        ? []
+        : [{ hostPath: o.podFiles.hosts, containerPath: '/etc/hosts' }]),
+      { hostPath: o.podFiles.resolvConf, containerPath: '/etc/resolv.conf' },
     ],
     workingDir: o.spec.workingDir || o.entry.config.workingDir || '/',
     argv,

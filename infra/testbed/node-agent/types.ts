@@ -1,5 +1,6 @@
 import type { ImageConfig } from '../image-table/image-config.ts';
 import type { ImageStore } from '../image-table/store.ts';
+import type { ClusterDnsConfig } from '../kubelet/etc-files.ts';
 import type { PodNetwork } from '../network/types.ts';
 
 /**
@@ -40,6 +41,11 @@ export type NodeAgentOptions = {
    * up to its sync period (1 min) plus the delay of its ConfigMap/Secret cache.
    */
   volumeRefreshMs?: number;
+  /**
+   * kubelet's --cluster-dns and --cluster-domain: ClusterFirst pods get this nameserver and the
+   * cluster's search path. Without it they get the node's resolver, as kubelet falls back.
+   */
+  clusterDns?: ClusterDnsConfig;
 };
 
 export type NodeAgent = {
