@@ -12,7 +12,7 @@ import { createIfAbsent, deleteExactly } from '../../shared/etcdcluster/kube.ts'
 import { FIELD_MANAGER, namesOf } from '../../shared/etcdcluster/names.ts';
 import { observe, type Seen } from '../../shared/etcdcluster/observe.ts';
 import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
-import { statusFrom } from '../../shared/etcdcluster/status.ts';
+import { healthOf, statusFrom } from '../../shared/etcdcluster/status.ts';
 import { applyOwnedObjects } from '../../shared/kube/apply-owned.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
@@ -111,35 +111,23 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     const view = seen;
     await writeStatus((s) => {
       ctx.fence();
-      const next = statusFrom(cluster, s, view, final);
-      return {
-        ...next,
-        observedGeneration: generation,
-        conditions: condition(
-          {
-            ...next,
-            conditions: condition(s, {
-              type: 'Reconciled',
-              status: 'True',
-              reason: 'Reconciled',
-              message: '',
-            }),
-          },
-          final.kind === 'converged'
-            ? {
-                type: 'Ready',
-                status: 'True',
-                reason: 'Ready',
-                message: `${view.observed.size} members serve`,
-              }
-            : {
-                type: 'Ready',
-                status: 'False',
-                reason: final.kind === 'wait' ? final.reason : 'Reconciling',
-                message: final.kind === 'wait' ? final.message : `next: ${final.kind}`,
-              },
-        ),
-      };
+      const ready: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'> =
+        final.kind === 'converged'
+          ? { type: 'Ready', status: 'True', reason: 'Ready', message: `${view.observed.size} members serve` }
+          : {
+              type: 'Ready',
+              status: 'False',
+              reason: final.kind === 'wait' ? final.reason : 'Reconciling',
+              message: final.kind === 'wait' ? final.message : `next: ${final.kind}`,
+            };
+      let next = statusFrom(cluster, s, view, final);
+      for (const cond of [
+        { type: 'Reconciled', status: 'True' as const, reason: 'Reconciled', message: '' },
+        { type: 'Healthy', ...healthOf(view) },
+        ready,
+      ])
+        next = { ...next, conditions: condition(next, cond) };
+      return { ...next, observedGeneration: generation };
     });
   }
   return final.kind === 'converged'

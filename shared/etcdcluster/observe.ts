@@ -15,6 +15,8 @@ export type Seen = {
   /** Each member pod's status answer, by member name. */
   statuses: Map<string, EndpointStatus>;
   clusterId: string | undefined;
+  /** Active alarms (NOSPACE, CORRUPT) by member name; undefined when none answered. */
+  alarms: { member: string; alarm: string }[] | undefined;
 };
 
 const CALL_MS = 3000;
@@ -42,6 +44,7 @@ export const observe = async (
   const statuses = new Map<string, EndpointStatus>();
   let members: MemberState[] | undefined;
   let clusterId: string | undefined;
+  let alarms: Seen['alarms'];
   if (client) {
     await Promise.all(
       pods.map(async (p) => {
@@ -56,6 +59,11 @@ export const observe = async (
       .memberList({ signal, timeoutMs: CALL_MS, linearizable: true })
       .catch(() => undefined);
     if (list) {
+      const byId = new Map(list.members.map((m) => [m.id, m.name]));
+      alarms = await client
+        .alarmList({ signal, timeoutMs: CALL_MS })
+        .then((a) => a.map((x) => ({ member: byId.get(x.memberId) || x.memberId, alarm: x.alarm })))
+        .catch(() => undefined);
       clusterId = list.header.clusterId;
       members = list.members.flatMap((m) => {
         const name = m.name || m.peerURLs.map((u) => memberOfPeerURL(c, u)).find(Boolean);
@@ -91,5 +99,5 @@ export const observe = async (
     volumes: volumes.filter((v) => !v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
     volumesDeleting: volumes.filter((v) => !!v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
   };
-  return { observed, pods, statuses, clusterId, client };
+  return { observed, pods, statuses, clusterId, alarms, client };
 };

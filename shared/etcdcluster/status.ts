@@ -48,3 +48,42 @@ export const statusFrom = (c: EtcdCluster, s: Status, seen: Seen, step: Step): S
       : (s.members ?? []),
   };
 };
+
+/**
+ * Healthy: every member answers and has a leader, and no alarm is raised. Quorum lost is said
+ * at once (reason QuorumLost), not after retries: no member answered with the member list.
+ */
+export const healthOf = (seen: Seen): { status: 'True' | 'False'; reason: string; message: string } => {
+  const o = seen.observed;
+  if (!o.members)
+    return o.bootstrapped
+      ? {
+          status: 'False',
+          reason: 'QuorumLost',
+          message: `no member answers with the member list: a majority of ${o.lastKnown.length} is not running or cannot reach each other (${o.pods.filter((p) => p.healthy).length} members have a leader)`,
+        }
+      : {
+          status: 'False',
+          reason: 'Bootstrapping',
+          message: 'the first members have not formed the cluster yet',
+        };
+  const alarms = seen.alarms ?? [];
+  if (alarms.length > 0)
+    return {
+      status: 'False',
+      reason: alarms.some((a) => a.alarm === 'NOSPACE') ? 'NoSpace' : 'Alarm',
+      message: `alarms raised: ${alarms.map((a) => `${a.alarm} on ${a.member}`).join(', ')}${
+        alarms.some((a) => a.alarm === 'NOSPACE')
+          ? ' (the database reached its quota: writes are refused until it is compacted, defragmented and the alarm disarmed)'
+          : ''
+      }`,
+    };
+  const down = o.members.filter((m) => !o.pods.find((p) => p.member === m.name)?.healthy);
+  if (down.length > 0)
+    return {
+      status: 'False',
+      reason: 'MembersUnhealthy',
+      message: `${down.map((m) => m.name).join(', ')} ${down.length === 1 ? 'does' : 'do'} not answer or ${down.length === 1 ? 'has' : 'have'} no leader`,
+    };
+  return { status: 'True', reason: 'Healthy', message: `${o.members.length} members answer, one leader` };
+};
