@@ -3,7 +3,7 @@ import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { refusals } from '../support/redis.ts';
-import { etcdClusters, startEtcdFunctions } from './support.ts';
+import { etcdClusters, etcdctlJob, startEtcdFunctions } from './support.ts';
 
 /**
  * EtcdClusters end to end with the product's functions (watcher, two etcd-reconcile replicas, each
@@ -50,6 +50,21 @@ describe('etcd cluster', () => {
     } finally {
       client.close();
     }
+    // A client in the cluster, at the Service by its name (the bed's cluster DNS), as apps reach it.
+    const put = await etcdctlJob(b, ns, 'put-via-service', [
+      '--endpoints=http://main-etcd:2379',
+      'put',
+      'svc-key',
+      'hello',
+    ]);
+    expect(put, put.log).toMatchObject({ ok: true });
+    const got = await etcdctlJob(b, ns, 'get-via-service', [
+      '--endpoints=http://main-etcd:2379',
+      'get',
+      'svc-key',
+      '--print-value-only',
+    ]);
+    expect(got.log.trim()).toBe('hello');
   });
 
   it('size 5 by apply → five voting members, one at a time, without restarting the first three', async () => {
