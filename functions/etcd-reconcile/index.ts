@@ -4,7 +4,7 @@ import { type EtcdCluster, zEtcdCluster } from '../../shared/api/generated.ts';
 import { addFinalizer, hasFinalizer } from '../../shared/engines/finalizer.ts';
 import { isOutcome, loadObject } from '../../shared/engines/load.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
-import { EtcdError } from '../../shared/etcd/errors.ts';
+import { EtcdError, EtcdReason } from '../../shared/etcd/errors.ts';
 import { memberIdToHex } from '../../shared/etcd/ids.ts';
 import { pdbFor, podFor, pvcFor, servicesFor } from '../../shared/etcdcluster/desired.ts';
 import { finalize } from '../../shared/etcdcluster/finalize.ts';
@@ -179,7 +179,7 @@ const act = async (
         await etcd().memberAdd([n.peerURL(step.member)], { ...call, isLearner: true });
       } catch (error) {
         // An earlier add that timed out may have gone through: the next run sees the member.
-        if (error instanceof EtcdError && error.reason === 'PeerURLExists') return undefined;
+        if (error instanceof EtcdError && error.reason === EtcdReason.PeerURLExists) return undefined;
         if (error instanceof EtcdError && error.retry)
           return { reason: 'AddDeferred', message: `adding ${step.member}: ${error.message}`, wait: true };
         throw error;
@@ -190,6 +190,8 @@ const act = async (
       try {
         await etcd().memberPromote(step.id, call);
       } catch (error) {
+        // An earlier promote that timed out went through.
+        if (error instanceof EtcdError && error.reason === EtcdReason.MemberNotLearner) return undefined;
         if (error instanceof EtcdError && error.retry)
           return {
             reason: 'LearnerCatchingUp',
@@ -203,7 +205,7 @@ const act = async (
       try {
         await etcd().memberRemove(step.id, call);
       } catch (error) {
-        if (error instanceof EtcdError && error.reason === 'MemberNotFound') return undefined;
+        if (error instanceof EtcdError && error.reason === EtcdReason.MemberNotFound) return undefined;
         if (error instanceof EtcdError && error.retry)
           return {
             reason: 'RemoveDeferred',
