@@ -3,11 +3,12 @@ import { acquireLock } from '../infra/testbed/lock.ts';
 import { startTestbed } from '../infra/testbed/testbed.ts';
 import { benchBackup } from './backup.ts';
 import { benchChart } from './chart.ts';
+import { benchEtcd } from './etcd.ts';
 import { benchEventPath } from './event-path.ts';
 import { benchRedis } from './redis.ts';
 import { benchRestore } from './restore.ts';
 
-// npm run bench [-- --quick] [-- --only event-path|relist|redis|chart|restore|backup]: starts its own test
+// npm run bench [-- --quick] [-- --only event-path|relist|redis|etcd|chart|restore|backup]: starts its own test
 // bed, runs the benchmarks, prints the results.
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
@@ -45,6 +46,7 @@ try {
         values.quick ? { clusters: 3, rounds: 2 } : { clusters: 20, rounds: 5 },
       )),
     );
+  if (want('etcd')) results.push(...(await benchEtcd(testbed(), { rounds: values.quick ? 1 : 3 })));
   if (want('chart')) results.push(...(await benchChart(testbed(), { rounds: values.quick ? 1 : 3 })));
   if (want('restore'))
     results.push(
