@@ -6,6 +6,7 @@ import type { Testbed } from '../infra/testbed/types.ts';
 import { until } from '../infra/testbed/wait.ts';
 import type { EtcdCluster } from '../shared/api/generated.ts';
 import { podFor, servicesFor } from '../shared/etcdcluster/desired.ts';
+import { selectorLabels } from '../shared/etcdcluster/names.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
 import { now, percentile, SERVERLESS, spawnFunction } from './support.ts';
 
@@ -66,7 +67,8 @@ export const benchEtcd = async (bed: Testbed, o: EtcdBenchOptions) => {
         namespace: ns,
         body: { ...svc, metadata: { ...svc.metadata, ownerReferences: undefined } },
       });
-    const labels = { app: 'bare-etcd' };
+    // The Services select the engine's labels: the pods carry them (no watcher looks at this namespace).
+    const labels = { app: 'bare-etcd', ...selectorLabels('b') };
     await apps.createNamespacedStatefulSet({
       namespace: ns,
       body: {
