@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test bed's servers from Go modules at pinned versions into a cache outside the clone.
 # Usage: build-go.sh <cache-dir> <component>
-#   component: kubernetes | etcd | nats | versitygw | helm | keda | keda-crds
+#   component: kubernetes | etcd | etcd-images | nats | versitygw | helm | keda | keda-crds
 # Idempotent: a component whose stamp matches its pin is not rebuilt.
 set -euo pipefail
 
@@ -85,6 +85,34 @@ build_module() { # name version module package output
   stamp "$name" "$v"
 }
 
+# The official etcd image's programs at one version, for the test bed's copy of that image
+# (gcr.io/etcd-development/etcd:<v>, image-table/etcd.ts): etcd, etcdctl and etcdutl from one
+# wrapper module, so the three share one set of dependencies as in a release. Apart from bin/etcd
+# (the control plane's) so that neither build's stamp depends on the other.
+build_etcd_image() { # version
+  local v=$1 name="etcd-image-$1"
+  stamp_ok "$name" "$v" && return 0
+  local out="$cache/images/etcd-$v" dir="$cache/src/$name"
+  local -A mods=([etcd]=go.etcd.io/etcd/server/v3 [etcdctl]=go.etcd.io/etcd/etcdctl/v3 [etcdutl]=go.etcd.io/etcd/etcdutl/v3)
+  mkdir -p "$dir" "$out"
+  cd "$dir"
+  log "etcd image $v: resolving modules"
+  [ -f go.mod ] || go mod init "tideway.dev/testbed/$name" >/dev/null 2>&1
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for m in "${mods[@]}"; do printf '\t_ "%s"\n' "$m"; done
+    printf ')\n'
+  } > tools.go
+  go get "${mods[@]/%/@$v}" >/dev/null 2>get.log || { cat get.log >&2; return 1; }
+  go mod tidy >/dev/null 2>tidy.log || { cat tidy.log >&2; return 1; }
+  local program
+  for program in etcd etcdctl etcdutl; do
+    log "etcd image $v: building $program"
+    go build -trimpath -ldflags "-s -w" -o "$out/$program" "${mods[$program]}"
+  done
+  stamp "$name" "$v"
+}
+
 module_source() { # name module version → prints a writable copy of the module's own source
   # Built as the project builds itself: its go.mod, go.sum and replace directives, no wrapper.
   local name=$1 mod=$2 v=$3
@@ -162,6 +190,7 @@ build_keda() {
 case $component in
   kubernetes) build_kubernetes ;;
   etcd) build_module etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 etcd ;;
+  etcd-images) build_etcd_image "$ETCD_VERSION" && build_etcd_image "$ETCD35_VERSION" ;;
   nats) build_module nats "$NATS_VERSION" github.com/nats-io/nats-server/v2 github.com/nats-io/nats-server/v2 nats-server ;;
   versitygw) build_module versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw github.com/versity/versitygw/cmd/versitygw versitygw ;;
   helm) build_helm ;;

@@ -20,7 +20,9 @@ const DEBIAN = {
   zsh: 'zsh',
 } as const;
 
-const GO_COMPONENTS = ['etcd', 'nats', 'versitygw', 'kubernetes', 'helm'] as const;
+// etcd-images: etcd, etcdctl and etcdutl at each version the node holds etcd's images of
+// (image-table/etcd.ts); right after etcd, whose modules the newer one shares.
+const GO_COMPONENTS = ['etcd', 'etcd-images', 'nats', 'versitygw', 'kubernetes', 'helm'] as const;
 
 const onPath = (program: string): boolean =>
   (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin')

