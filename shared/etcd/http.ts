@@ -23,6 +23,8 @@ export type CallOptions = {
 // even when it changes something.
 const notSentCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+const staleCodes = new Set(['ECONNRESET', 'EPIPE']);
+
 // Node's and OpenSSL's codes for a handshake or certificate failure.
 const isTlsCode = (code: string) =>
   /^(ERR_TLS_|ERR_SSL_)/.test(code) ||
@@ -87,7 +89,7 @@ export class GatewayHttp {
 
   /**
    * A streaming call: resolves the 200 response, unread, once its headers are in. `timeoutMs`
-   * bounds only the wait for the headers; `signal` stays wired to the request until `release`.
+   * bounds only the wait for the headers; `signal` stays wired to the request until `done`.
    */
   async open(endpoint: string, path: string, body: unknown, o: CallOptions & { timeoutMs: number }) {
     const sent = await this.#send(endpoint, path, body, o, { streaming: true });
@@ -153,7 +155,9 @@ export class GatewayHttp {
           {
             endpoint,
             cause: error,
-            notSent: notSentCodes.has(code),
+            // A kept-alive connection the server had closed (a restarted member) fails at once,
+            // before etcd read anything: Node's documented case for sending again.
+            notSent: notSentCodes.has(code) || (req?.reusedSocket === true && staleCodes.has(code)),
           },
         );
       }

@@ -26,9 +26,11 @@ export const etcdVersion = async (bin = etcdBinary()): Promise<string> => {
 
 /**
  * An etcdutl from the test bed's build when there is one: the etcd images' programs
- * (images/etcd-v<version>/, the same version as bin/etcd first), or bin/etcdutl. Undefined if none.
+ * (images/etcd-v<version>/, the same version as bin/etcd first), or bin/etcdutl, or
+ * $TIDEWAY_ETCDUTL_BIN. Undefined if none.
  */
 export const findEtcdutl = async (): Promise<string | undefined> => {
+  if (process.env.TIDEWAY_ETCDUTL_BIN) return process.env.TIDEWAY_ETCDUTL_BIN;
   const version = await etcdVersion();
   const images = join(cacheDir(), 'images');
   const dirs = existsSync(images) ? (await readdir(images)).filter((d) => d.startsWith('etcd-')) : [];
@@ -42,6 +44,8 @@ export const findEtcdutl = async (): Promise<string | undefined> => {
  * 3.5 is grpc-gateway v1, whose error bodies differ from 3.6's.
  */
 export const findEtcd35 = (): string | undefined => {
+  // Or one at hand ($TIDEWAY_ETCD35_BIN, e.g. built by hand for a one-off check).
+  if (process.env.TIDEWAY_ETCD35_BIN) return process.env.TIDEWAY_ETCD35_BIN;
   const images = join(cacheDir(), 'images');
   if (!existsSync(images)) return undefined;
   const dir = readdirSync(images)
