@@ -232,6 +232,18 @@ describe('etcd client against a real 3-member cluster', () => {
     const snap = await saveSnapshot(c, file);
     expect(snap.dbSize).toBeGreaterThan(3 * 1024 * 1024);
     expect(snap.storageVersion ?? '3.6').toMatch(/^3\.\d+/);
+    // Given up part way, by destroying the stream or by the signal: the stream ends at once, etcd
+    // serves on, and the next snapshot is whole.
+    const dropped = await c.snapshot({ endpoint: snap.endpoint });
+    for await (const _ of dropped.stream) break;
+    expect(dropped.stream.destroyed).toBe(true);
+    const ac = new AbortController();
+    const aborted = await c.snapshot({ endpoint: snap.endpoint, signal: ac.signal });
+    const reading = (async () => {
+      for await (const _ of aborted.stream) ac.abort();
+    })();
+    expect((await rejection(reading)).reason).toBe('Aborted');
+    await saveSnapshot(c, join(dir, 'again.db'));
     if (!etcdutl) return;
     const st = await etcdutlStatus(etcdutl, file);
     expect(st.revision).toBeGreaterThanOrEqual(last);
