@@ -144,6 +144,14 @@ describe('unary calls', () => {
     expect(closed).toEqual(['/v3/maintenance/status', '/v3/maintenance/defragment']);
   });
 
+  it('findLeader: of two members that both think they lead, the newer term wins', async () => {
+    const claims = (me: string, term: string) => ({ header: { member_id: me }, leader: me, raftTerm: term });
+    const stale = await serve((_q, res) => json(res, 200, claims('1', '4')));
+    const fresh = await serve((_q, res) => json(res, 200, claims('2', '5')));
+    expect((await client([stale.url, fresh.url]).findLeader())?.memberId).toBe('2');
+    expect((await client([fresh.url, stale.url]).findLeader())?.memberId).toBe('2');
+  });
+
   it('refuses ids that are not uint64 strings before sending anything', async () => {
     const c = client(['http://127.0.0.1:1']);
     await expect(c.memberRemove('0x12')).rejects.toThrow(/not an etcd member id/);

@@ -101,8 +101,16 @@ export const createEtcdClient = (options: EtcdClientOptions): EtcdClient => {
 
   const findLeader = async (o?: CallOptions) => {
     const all = await Promise.allSettled(endpoints.map((e) => status(e, o)));
-    for (const s of all) if (s.status === 'fulfilled' && s.value.leader === s.value.memberId) return s.value;
-    return undefined;
+    // A cut-off old leader may still think it leads for an election timeout: the newest term wins.
+    let best: EndpointStatus | undefined;
+    for (const s of all)
+      if (
+        s.status === 'fulfilled' &&
+        s.value.leader === s.value.memberId &&
+        s.value.raftTerm > (best?.raftTerm ?? -1)
+      )
+        best = s.value;
+    return best;
   };
 
   const memberList: EtcdClient['memberList'] = async (o) => {

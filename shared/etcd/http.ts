@@ -15,7 +15,7 @@ export type EtcdTls = {
 
 export type CallOptions = {
   readonly signal?: AbortSignal;
-  /** Whole call, request to last byte of the answer. */
+  /** Request to last byte of the answer, per endpoint tried (a read that fails over starts afresh). */
   readonly timeoutMs?: number;
 };
 
