@@ -151,4 +151,38 @@ describe('ticks', () => {
     ticks.list('BackupSchedule', []);
     expect(events).toEqual([]);
   });
+
+  it('ticks the clusters of every engine that asks, each of its own kind; a list of one kind forgets only that kind’s', async () => {
+    const events: CloudEvent<unknown>[] = [];
+    const ticks = createTicks({
+      source: '/s',
+      publisher: {
+        publish: async (e) => {
+          events.push(e);
+          return { duplicate: false, seq: events.length };
+        },
+      },
+      log: createLogger({}, { write: () => undefined }),
+      metrics: createMetrics(),
+      healthIntervalMs: 20,
+      scheduleCheckMs: 3_600_000,
+    });
+    stops.push(ticks.stop);
+    const obj = (uid: string) => ({ metadata: { name: 'main', namespace: 'ns', uid } });
+    ticks.list('RedisCluster', [obj('r1')]);
+    ticks.list('EtcdCluster', [obj('e1')]);
+    ticks.list('Backup', [obj('b1')]);
+    await vi.waitFor(() => {
+      const kinds = new Set(events.map((e) => (e as unknown as { kind: string }).kind));
+      expect([...kinds].sort()).toEqual(['EtcdCluster', 'RedisCluster']);
+    });
+    // The Redis list comes back empty: the etcd cluster keeps its ticks.
+    ticks.list('RedisCluster', []);
+    await new Promise((r) => setTimeout(r, 30));
+    events.length = 0;
+    await vi.waitFor(() => expect(events.length).toBeGreaterThan(1));
+    expect(new Set(events.map((e) => (e as unknown as { kind: string }).kind))).toEqual(
+      new Set(['EtcdCluster']),
+    );
+  });
 });
