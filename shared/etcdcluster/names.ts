@@ -12,11 +12,14 @@ export const FINALIZER = 'tideway.dev/cleanup';
 export const OWNER_UID = 'tideway.dev/owner-uid';
 export const MEMBER_LABEL = 'tideway.dev/member';
 
-/** The image of each version, as the official images are tagged. */
-export const ETCD_IMAGES: Readonly<Record<string, string>> = {
+/**
+ * The image of each minor version Tideway runs, as the official images are tagged (the test bed
+ * holds exactly these: infra/testbed/image-table/etcd.test.ts checks them against its pins).
+ */
+export const ETCD_IMAGES = {
   '3.5': 'gcr.io/etcd-development/etcd:v3.5.35',
   '3.6': 'gcr.io/etcd-development/etcd:v3.6.16',
-};
+} as const;
 
 export type Cluster = Pick<EtcdCluster, 'metadata' | 'spec'>;
 
@@ -69,7 +72,7 @@ export const minorOf = (version: string) => version.split('.').slice(0, 2).join(
 export const imageOf = (c: Pick<EtcdCluster, 'spec'>) => {
   if (c.spec.image) return c.spec.image;
   const version = c.spec.version ?? '3.6';
-  const known = ETCD_IMAGES[minorOf(version)];
+  const known = (ETCD_IMAGES as Record<string, string>)[minorOf(version)];
   if (!known) throw new Error(`no image known for etcd ${version}`);
   return version.split('.').length === 3 ? known.replace(/:v.*$/, `:v${version}`) : known;
 };

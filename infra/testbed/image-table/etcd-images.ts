@@ -1,13 +1,11 @@
 /**
  * The official etcd images EtcdCluster names by default, one per minor version it runs (its
- * upgrade goes from the older to the newer). The test bed holds both (see etcd.ts), built from
- * the versions pinned in infra/testbed/build/pins.sh; a unit test keeps the two lists equal.
- * Plain data with no imports, so that any layer can use it.
+ * upgrade goes from the older to the newer): the product's own list (shared/etcdcluster), which
+ * the test bed must hold. A unit test keeps it equal to the versions pinned in pins.sh.
  */
-export const ETCD_IMAGES = {
-  '3.5': 'gcr.io/etcd-development/etcd:v3.5.35',
-  '3.6': 'gcr.io/etcd-development/etcd:v3.6.16',
-} as const;
+import { ETCD_IMAGES } from '../../../shared/etcdcluster/names.ts';
+
+export { ETCD_IMAGES };
 
 export type EtcdMinor = keyof typeof ETCD_IMAGES;
 
