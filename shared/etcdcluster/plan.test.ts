@@ -120,7 +120,8 @@ describe('planStep', () => {
     const gone = cluster(3, { volumes: ['e-0', 'e-2'] });
     gone.pods = gone.pods.filter((p) => p.member !== 'e-1');
     expect(planStep(gone)).toMatchObject({ kind: 'removeMember', member: 'e-1', reason: 'VolumeLost' });
-    // After it left: a new member, never the old name (its data is gone, it must not rejoin as itself).
+    // After it left: a new member joins as a learner (its data is gone: it never rejoins as itself), under a
+    // name no trace holds (here the recorded member list still names e-1).
     const left = cluster(3, { volumes: ['e-0', 'e-2'] });
     left.members = left.members?.filter((m) => m.name !== 'e-1');
     left.pods = left.pods.filter((p) => p.member !== 'e-1');

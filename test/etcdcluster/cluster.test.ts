@@ -3,7 +3,7 @@ import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { refusals } from '../support/redis.ts';
-import { etcdClusters, etcdctlJob, startEtcdFunctions } from './support.ts';
+import { etcdClusters, etcdctlJob, logsOnFailure, startEtcdFunctions } from './support.ts';
 
 /**
  * EtcdClusters end to end with the product's functions (watcher, two etcd-reconcile replicas, each
@@ -15,6 +15,7 @@ describe('etcd cluster', () => {
   let ns = '';
   let workers: Worker[] = [];
   const etcd = etcdClusters(b, () => ns);
+  logsOnFailure(() => workers);
 
   beforeAll(async () => {
     await installCrds(b.info);
@@ -43,9 +44,9 @@ describe('etcd cluster', () => {
       for (let i = 0; i < 50; i++) await client.put(`k${i}`, `v${i}`);
       expect((await client.get('k49'))?.value.toString()).toBe('v49');
       expect((await client.memberList()).members.map((m) => m.name).sort()).toEqual([
-        'main-0',
-        'main-1',
-        'main-2',
+        'main-etcd-0',
+        'main-etcd-1',
+        'main-etcd-2',
       ]);
     } finally {
       client.close();
@@ -110,22 +111,33 @@ describe('etcd cluster', () => {
     }
   });
 
-  it('a member’s pod and volume deleted → a new member replaces it; the cluster stays healthy, no data lost', async () => {
+  it('a member’s pod and volume deleted → it is removed and a new member (new id, new volume) takes its place; no data lost', async () => {
     const c = await etcd.get('main');
-    const victim = (c.status?.members ?? []).find((m) => m.name !== c.status?.leader)?.name ?? '';
-    expect(victim).not.toBe('');
-    await b.core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: `data-${victim}` });
-    await b.core.deleteNamespacedPod({ namespace: ns, name: victim });
+    const victim = (c.status?.members ?? []).find((m) => m.name !== c.status?.leader);
+    expect(victim?.name).toBeDefined();
+    const name = victim?.name ?? '';
+    const pvc = await b.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: `data-${name}` });
+    await b.core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: `data-${name}` });
+    await b.core.deleteNamespacedPod({ namespace: ns, name });
     const healed = await until(
-      `${victim} replaced`,
+      `${name} (${victim?.id}) replaced`,
       async () => {
         const x = await etcd.ready('main', 3, 5_000).catch(() => undefined);
-        return x && !(x.status?.members ?? []).some((m) => m.name === victim) ? x : undefined;
+        return x && !(x.status?.members ?? []).some((m) => m.id === victim?.id) ? x : undefined;
       },
       240_000,
       1000,
     );
-    expect(healed.status?.members?.map((m) => m.name)).not.toContain(victim);
+    // The old member left the member list; the one in its place has a volume of its own.
+    const newcomer = (healed.status?.members ?? []).find(
+      (m) => !(c.status?.members ?? []).some((o) => o.id === m.id),
+    );
+    expect(newcomer?.learner).toBe(false);
+    const volume = await b.core.readNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      name: `data-${newcomer?.name}`,
+    });
+    expect(volume.metadata?.uid).not.toBe(pvc.metadata?.uid);
     const client = await etcd.client('main');
     try {
       expect((await client.range({ prefix: 'k' })).count).toBe(50);

@@ -1,12 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BatchV1Api, type V1Pod } from '@kubernetes/client-node';
+import { beforeEach } from 'vitest';
 import type { EtcdCluster } from '../../shared/api/generated.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 import { imageOf } from '../../shared/etcdcluster/names.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { type bed, until } from '../support/bed.ts';
+import type { Worker } from '../support/functions.ts';
 import { startFunction } from '../support/redis.ts';
 
 const ETCD = TIDEWAY_KINDS.EtcdCluster;
@@ -15,8 +17,23 @@ const ETCD = TIDEWAY_KINDS.EtcdCluster;
 export const startEtcdFunctions = async (b: ReturnType<typeof bed>, ns: string, id: string) => {
   const workers = [await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id })];
   for (let r = 0; r < 2; r++)
-    workers.push(await startFunction(b, ns, id, 'etcd-reconcile', { TIDEWAY_REPLICA: String(r) }));
+    workers.push(
+      await startFunction(b, ns, id, 'etcd-reconcile', {
+        TIDEWAY_REPLICA: String(r),
+        TIDEWAY_LOG_LEVEL: 'info',
+      }),
+    );
   return workers;
+};
+
+/** On a failed test, what the functions logged: the steps they took and why they waited. */
+export const logsOnFailure = (workers: () => readonly Worker[]) => {
+  beforeEach((ctx) => {
+    ctx.onTestFailed(() => {
+      for (const w of workers())
+        process.stderr.write(`--- function ${w.pid} ---\n${w.output().slice(-20_000)}\n`);
+    });
+  });
 };
 
 /** EtcdCluster helpers for one namespace. */

@@ -5,7 +5,7 @@ import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { refusals } from '../support/redis.ts';
-import { etcdClusters, startEtcdFunctions } from './support.ts';
+import { etcdClusters, logsOnFailure, startEtcdFunctions } from './support.ts';
 
 /**
  * Issue 15: a rolling upgrade across real versions, 3.5 → 3.6, one member at a time with the
@@ -16,6 +16,7 @@ describe('etcd upgrade 3.5 → 3.6', () => {
   let ns = '';
   let workers: Worker[] = [];
   const etcd = etcdClusters(b, () => ns);
+  logsOnFailure(() => workers);
 
   beforeAll(async () => {
     await installCrds(b.info);
