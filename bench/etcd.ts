@@ -8,7 +8,7 @@ import type { EtcdCluster } from '../shared/api/generated.ts';
 import { podFor, servicesFor } from '../shared/etcdcluster/desired.ts';
 import { selectorLabels } from '../shared/etcdcluster/names.ts';
 import { TIDEWAY_KINDS } from '../shared/kube/resources.ts';
-import { now, percentile, SERVERLESS, spawnFunction } from './support.ts';
+import { benchNamespaces, now, percentile, SERVERLESS, spawnFunction } from './support.ts';
 
 const ETCD = TIDEWAY_KINDS.EtcdCluster;
 const seconds = (v: number) => `${(v / 1000).toFixed(2)} s`;
@@ -31,20 +31,7 @@ export const benchEtcd = async (bed: Testbed, o: EtcdBenchOptions) => {
   const apps = kc.makeApiClient(AppsV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const lines: string[] = [];
-  const namespace = async (prefix: string) => {
-    const name = `${prefix}-${Date.now().toString(36)}`;
-    await core.createNamespace({ body: { metadata: { name } } });
-    return name;
-  };
-  const drop = async (name: string) => {
-    await core.deleteNamespace({ name });
-    await until(
-      `${name} empty`,
-      async () => ((await core.listNamespacedPod({ namespace: name })).items.length === 0 ? true : undefined),
-      300_000,
-      500,
-    );
-  };
+  const { create: namespace, drop } = benchNamespaces(core);
 
   // --- the floor: the same members as a bare StatefulSet ---------------------------------------
   const bare = async () => {

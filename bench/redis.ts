@@ -14,7 +14,16 @@ import {
   renderedConfig,
   statefulSetFor,
 } from '../shared/rediscluster/desired.ts';
-import { metricsUntil, ms, now, percentile, pool, SERVERLESS, spawnFunction } from './support.ts';
+import {
+  benchNamespaces,
+  metricsUntil,
+  ms,
+  now,
+  percentile,
+  pool,
+  SERVERLESS,
+  spawnFunction,
+} from './support.ts';
 
 const RDC = TIDEWAY_KINDS.RedisCluster;
 
@@ -48,21 +57,7 @@ export const benchRedis = async (bed: Testbed, o: RedisBenchOptions) => {
     lines.push(...l);
     process.stderr.write(`${l.join('\n')}\n`);
   };
-  const namespace = async (prefix: string) => {
-    const name = `${prefix}-${Date.now().toString(36)}`;
-    await core.createNamespace({ body: { metadata: { name } } });
-    return name;
-  };
-  const dropNamespace = async (name: string) => {
-    await core.deleteNamespace({ name });
-    // Let the pods go before the next round measures anything.
-    await until(
-      `${name} empty`,
-      async () => ((await core.listNamespacedPod({ namespace: name })).items.length === 0 ? true : undefined),
-      300_000,
-      500,
-    );
-  };
+  const { create: namespace, drop: dropNamespace } = benchNamespaces(core);
   const spec = { version: '7.0', replicas: 3 };
 
   // --- baseline: the same pods, no operator -----------------------------------------------------

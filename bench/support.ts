@@ -3,6 +3,8 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { until } from '../infra/testbed/wait.ts';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_SERVERLESS = join(root, 'bench', 'fixtures', 'serverless.yml');
@@ -90,3 +92,21 @@ export const metricsUntil = async (
     await new Promise((r) => setTimeout(r, 100));
   }
 };
+
+/** A namespace per measurement, and dropping it: only once its pods are gone (they would weigh on the next). */
+export const benchNamespaces = (core: CoreV1Api) => ({
+  create: async (prefix: string) => {
+    const name = `${prefix}-${Date.now().toString(36)}`;
+    await core.createNamespace({ body: { metadata: { name } } });
+    return name;
+  },
+  drop: async (name: string) => {
+    await core.deleteNamespace({ name });
+    await until(
+      `${name} empty`,
+      async () => ((await core.listNamespacedPod({ namespace: name })).items.length === 0 ? true : undefined),
+      300_000,
+      500,
+    );
+  },
+});

@@ -1,6 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { BatchV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { beforeEach } from 'vitest';
 import type { EtcdCluster } from '../../shared/api/generated.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
@@ -8,6 +6,7 @@ import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 import { imageOf } from '../../shared/etcdcluster/names.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { type bed, until } from '../support/bed.ts';
+import { etcdctlJob as etcdctlIn } from '../support/etcdctl.ts';
 import type { Worker } from '../support/functions.ts';
 import { startFunction } from '../support/redis.ts';
 
@@ -101,44 +100,6 @@ export const etcdClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
   };
 };
 
-/**
- * etcdctl as a client in the cluster runs it: a Job from the official image (no shell: the
- * program itself), resolving the cluster's Service by name through the cluster DNS. Its output.
- */
-export const etcdctlJob = async (b: ReturnType<typeof bed>, ns: string, job: string, args: string[]) => {
-  const batch = b.kc.makeApiClient(BatchV1Api);
-  await batch.createNamespacedJob({
-    namespace: ns,
-    body: {
-      metadata: { name: job },
-      spec: {
-        backoffLimit: 0,
-        template: {
-          spec: {
-            restartPolicy: 'Never',
-            containers: [
-              {
-                name: 'etcdctl',
-                image: imageOf({ spec: {} }),
-                command: ['/usr/local/bin/etcdctl'],
-                args,
-              },
-            ],
-          },
-        },
-      },
-    },
-  });
-  const done = await until(
-    `Job ${job} to finish`,
-    async () => {
-      const j = await batch.readNamespacedJob({ namespace: ns, name: job });
-      return (j.status?.succeeded ?? 0) + (j.status?.failed ?? 0) > 0 ? j : undefined;
-    },
-    120_000,
-  );
-  const pods = await b.core.listNamespacedPod({ namespace: ns, labelSelector: `job-name=${job}` });
-  const uid = pods.items[0]?.metadata?.uid ?? '';
-  const log = await readFile(join(b.info.dir, 'node', 'pods', uid, 'etcdctl.log'), 'utf8').catch(() => '');
-  return { ok: done.status?.succeeded === 1, log };
-};
+/** etcdctl in a Job from the default etcd image, e.g. at the cluster's Service by its name. */
+export const etcdctlJob = (b: ReturnType<typeof bed>, ns: string, job: string, args: string[]) =>
+  etcdctlIn(b, ns, job, imageOf({ spec: {} }), args);

@@ -90,7 +90,7 @@ export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
       (
         await b.core.listNamespacedPod({
           namespace: ns(),
-          labelSelector: `app.kubernetes.io/instance=${name}`,
+          labelSelector: `app.kubernetes.io/name=redis,app.kubernetes.io/instance=${name}`,
         })
       ).items.sort((x, y) => (x.metadata?.name ?? '').localeCompare(y.metadata?.name ?? '')),
     /**
@@ -106,7 +106,7 @@ export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
             return undefined;
           const list = await b.core.listNamespacedPod({
             namespace: ns(),
-            labelSelector: `app.kubernetes.io/instance=${name}`,
+            labelSelector: `app.kubernetes.io/name=redis,app.kubernetes.io/instance=${name}`,
           });
           const live = list.items.filter(
             (p) =>

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BatchV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ETCD_IMAGES } from '../../infra/testbed/image-table/etcd-images.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
+import { etcdctlJob } from '../support/etcdctl.ts';
 
 const isReady = (p: V1Pod) =>
   p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -18,7 +18,6 @@ const isReady = (p: V1Pod) =>
  */
 describe('the official etcd images on the test bed', () => {
   const b = bed();
-  const batch = b.kc.makeApiClient(BatchV1Api);
   let ns = '';
 
   const pod = (name: string) => b.core.readNamespacedPod({ namespace: ns, name });
@@ -34,34 +33,9 @@ describe('the official etcd images on the test bed', () => {
 
   /** etcdctl from `image` in a Job (the image has no shell: the program itself); its output. */
   const etcdctl = async (job: string, image: string, args: string[]) => {
-    await batch.createNamespacedJob({
-      namespace: ns,
-      body: {
-        metadata: { name: job },
-        spec: {
-          backoffLimit: 0,
-          template: {
-            spec: {
-              restartPolicy: 'Never',
-              containers: [{ name: 'etcdctl', image, command: ['/usr/local/bin/etcdctl'], args }],
-            },
-          },
-        },
-      },
-    });
-    const done = await until(
-      `Job ${job} to finish`,
-      async () => {
-        const j = await batch.readNamespacedJob({ namespace: ns, name: job });
-        return (j.status?.succeeded ?? 0) + (j.status?.failed ?? 0) > 0 ? j : undefined;
-      },
-      120_000,
-    );
-    const pods = await b.core.listNamespacedPod({ namespace: ns, labelSelector: `job-name=${job}` });
-    const uid = pods.items[0]?.metadata?.uid ?? '';
-    const log = await readFile(join(b.info.dir, 'node', 'pods', uid, 'etcdctl.log'), 'utf8');
-    expect(done.status?.succeeded, `etcdctl ${args.join(' ')}: ${log}`).toBe(1);
-    return log;
+    const r = await etcdctlJob(b, ns, job, image, args);
+    expect(r.ok, `etcdctl ${args.join(' ')}: ${r.log}`).toBe(true);
+    return r.log;
   };
 
   beforeAll(async () => {
