@@ -9,7 +9,7 @@ import { memberIdToHex } from '../../shared/etcd/ids.ts';
 import { pdbFor, podFor, pvcFor, servicesFor } from '../../shared/etcdcluster/desired.ts';
 import { finalize } from '../../shared/etcdcluster/finalize.ts';
 import { createIfAbsent, deleteExactly } from '../../shared/etcdcluster/kube.ts';
-import { FIELD_MANAGER, namesOf } from '../../shared/etcdcluster/names.ts';
+import { FIELD_MANAGER, namesOf, OWNER_UID } from '../../shared/etcdcluster/names.ts';
 import { observe, type Seen } from '../../shared/etcdcluster/observe.ts';
 import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
 import { healthOf, statusFrom } from '../../shared/etcdcluster/status.ts';
@@ -165,15 +165,31 @@ const act = async (
         return { ...s, phase: 'Creating', members: step.members.map((name) => ({ name })) };
       });
       return { reason: 'Bootstrapping', message: `bootstrapping ${step.members.join(', ')}` };
-    case 'createMember':
-      await createIfAbsent(() =>
-        core.createNamespacedPersistentVolumeClaim({ namespace, body: pvcFor(c, step.member) }),
-      );
+    case 'createMember': {
+      const name = n.pvc(step.member);
+      if (step.volume === 'new')
+        await createIfAbsent(() =>
+          core.createNamespacedPersistentVolumeClaim({ namespace, body: pvcFor(c, step.member) }),
+        );
+      // Only ever on this cluster's own volume: a namesake left by an earlier cluster, or one being
+      // deleted, would start the member on someone else's data, or on none.
+      const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name }).catch(() => undefined);
+      if (
+        !pvc ||
+        pvc.metadata?.annotations?.[OWNER_UID] !== c.metadata.uid ||
+        pvc.metadata?.deletionTimestamp
+      )
+        return {
+          reason: 'VolumeConflict',
+          message: `not starting ${step.member}: ${name} ${pvc ? 'is not this cluster’s (or is being deleted)' : 'is gone'}`,
+          wait: true,
+        };
       ctx.fence();
       await createIfAbsent(() =>
         core.createNamespacedPod({ namespace, body: podFor(c, step.member, step.join) }),
       );
       return { reason: 'MemberStarted', message: `started ${step.member} (${step.join.state})` };
+    }
     case 'addLearner': {
       try {
         await etcd().memberAdd([n.peerURL(step.member)], { ...call, isLearner: true });

@@ -42,6 +42,8 @@ describe('an EtcdCluster’s objects', () => {
     expect(pdbFor(c({ size: 3 })).spec?.minAvailable).toBe(2);
     expect(pdbFor(c({ size: 5 })).spec?.minAvailable).toBe(3);
     expect(pdbFor(c({ size: 1 })).spec?.minAvailable).toBe(1);
+    // Scaling 5 → 3 (or stuck above the size): the quorum of the members there are now.
+    expect(pdbFor({ ...c({ size: 3 }), status: { size: 5 } }).spec?.minAvailable).toBe(3);
   });
 
   it('runs the official image of the version, or the one given', () => {

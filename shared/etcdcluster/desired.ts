@@ -22,7 +22,9 @@ import {
 
 const DATA_MOUNT = '/var/run/etcd';
 
-type Owner = Pick<EtcdCluster, 'apiVersion' | 'kind' | 'metadata' | 'spec'>;
+type Owner = Pick<EtcdCluster, 'apiVersion' | 'kind' | 'metadata' | 'spec'> & {
+  status?: EtcdCluster['status'];
+};
 
 /** The cluster as controller owner: the garbage collector removes pods and Services with it. */
 export const ownerRef = (c: Owner) => ({
@@ -76,13 +78,16 @@ export const servicesFor = (c: Owner): V1Service[] => {
   ];
 };
 
-/** Voluntary disruptions (drains) keep a quorum of the desired size. */
+/**
+ * Voluntary disruptions (drains) keep a quorum of the larger of the desired size and the voting
+ * members there are now (while scaling down, or stuck above the size, the member list is larger).
+ */
 export const pdbFor = (c: Owner): V1PodDisruptionBudget => ({
   apiVersion: 'policy/v1',
   kind: 'PodDisruptionBudget',
   metadata: meta(c, namesOf(c).pdb, 'members'),
   spec: {
-    minAvailable: quorumOf(c.spec.size ?? 3),
+    minAvailable: quorumOf(Math.max(c.spec.size ?? 3, c.status?.size ?? 0)),
     selector: { matchLabels: selectorLabels(namesOf(c).name) },
   },
 });

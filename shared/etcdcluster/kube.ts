@@ -20,13 +20,24 @@ export const listMemberPods = async (kc: KubeConfig, c: Cluster): Promise<V1Pod[
       .listNamespacedPod({ namespace: namesOf(c).namespace, labelSelector: selector(c) })
   ).items.filter((p) => controlledBy(p, c.metadata.uid ?? ''));
 
-/** The members' volumes: labelled as ours and made for this very cluster (its uid). */
-export const listMemberVolumes = async (kc: KubeConfig, c: Cluster): Promise<V1PersistentVolumeClaim[]> =>
-  (
+/**
+ * The members' volumes — labelled as ours and made for this very cluster (its uid) — and the
+ * names of those labelled as ours but made for another (an earlier cluster of the same name):
+ * never used, never deleted.
+ */
+export const listMemberVolumes = async (
+  kc: KubeConfig,
+  c: Cluster,
+): Promise<{ ours: V1PersistentVolumeClaim[]; foreign: V1PersistentVolumeClaim[] }> => {
+  const all = (
     await kc
       .makeApiClient(CoreV1Api)
       .listNamespacedPersistentVolumeClaim({ namespace: namesOf(c).namespace, labelSelector: selector(c) })
-  ).items.filter((v) => !!c.metadata.uid && v.metadata?.annotations?.[OWNER_UID] === c.metadata.uid);
+  ).items;
+  const mine = (v: V1PersistentVolumeClaim) =>
+    !!c.metadata.uid && v.metadata?.annotations?.[OWNER_UID] === c.metadata.uid;
+  return { ours: all.filter(mine), foreign: all.filter((v) => !mine(v)) };
+};
 
 /** Creates it unless it exists (a run that stopped after creating it). */
 export const createIfAbsent = async <T>(create: () => Promise<T>): Promise<void> => {

@@ -2,11 +2,19 @@ import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import type { EtcdCluster } from '../api/generated.ts';
 import type { EtcdClient } from '../etcd/client.ts';
 import { createEtcdClient } from '../etcd/gateway-client.ts';
+import { memberIdToHex } from '../etcd/ids.ts';
 import type { EndpointStatus } from '../etcd/types.ts';
 import { memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
 import { CLIENT_PORT, imageOf, memberOfPeerURL, namesOf } from './names.ts';
 import type { MemberState, Observed, PodState } from './plan.ts';
+
+/**
+ * The leader as the members see it: the claim of the highest term (a cut-off old leader may still
+ * claim its own, older one).
+ */
+export const leaderOf = (statuses: readonly EndpointStatus[]): string | undefined =>
+  [...statuses].filter((s) => s.leader !== undefined).sort((a, b) => b.raftTerm - a.raftTerm)[0]?.leader;
 
 /** What a run saw: the planner's input, and what status is written from. */
 export type Seen = {
@@ -26,7 +34,10 @@ export const endpointOf = (p: V1Pod) =>
 
 /** A client on the pods' IPs: the functions need not resolve cluster DNS (they may run outside it). */
 export const clientFor = (pods: readonly V1Pod[]): EtcdClient | undefined => {
-  const endpoints = pods.filter((p) => !p.metadata?.deletionTimestamp).flatMap((p) => endpointOf(p) ?? []);
+  // Not an ended pod's: its address may be another pod's by now.
+  const endpoints = pods
+    .filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running')
+    .flatMap((p) => endpointOf(p) ?? []);
   return endpoints.length > 0 ? createEtcdClient({ endpoints }) : undefined;
 };
 
@@ -39,7 +50,13 @@ export const observe = async (
   c: EtcdCluster,
   signal: AbortSignal,
 ): Promise<Seen & { client: EtcdClient | undefined }> => {
-  const [pods, volumes] = await Promise.all([listMemberPods(kc, c), listMemberVolumes(kc, c)]);
+  const [pods, { ours: volumes, foreign }] = await Promise.all([
+    listMemberPods(kc, c),
+    listMemberVolumes(kc, c),
+  ]);
+  // Answers from another cluster (a member started on an earlier cluster's data) are not this one's.
+  const known = c.status?.clusterID;
+  const same = (clusterId: string) => !known || memberIdToHex(clusterId) === known;
   const client = clientFor(pods);
   const statuses = new Map<string, EndpointStatus>();
   let members: MemberState[] | undefined;
@@ -52,13 +69,13 @@ export const observe = async (
         const member = memberOf(p);
         if (!endpoint || !member || p.metadata?.deletionTimestamp) return;
         const s = await client.status(endpoint, { signal, timeoutMs: CALL_MS }).catch(() => undefined);
-        if (s) statuses.set(member, s);
+        if (s && same(s.header.clusterId)) statuses.set(member, s);
       }),
     );
     const list = await client
       .memberList({ signal, timeoutMs: CALL_MS, linearizable: true })
       .catch(() => undefined);
-    if (list) {
+    if (list && same(list.header.clusterId)) {
       const byId = new Map(list.members.map((m) => [m.id, m.name]));
       alarms = await client
         .alarmList({ signal, timeoutMs: CALL_MS })
@@ -71,7 +88,7 @@ export const observe = async (
       });
     }
   }
-  const leader = [...statuses.values()].map((s) => s.leader).find((l) => l !== undefined);
+  const leader = leaderOf([...statuses.values()]);
   const podStates: PodState[] = pods.flatMap((p) => {
     const member = memberOf(p);
     if (!member) return [];
@@ -80,6 +97,7 @@ export const observe = async (
         member,
         healthy: statuses.has(member) && (statuses.get(member)?.leader ?? undefined) !== undefined,
         deleting: !!p.metadata?.deletionTimestamp,
+        ended: p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded',
         image: p.spec?.containers?.[0]?.image ?? '',
       },
     ];
@@ -98,6 +116,8 @@ export const observe = async (
     pods: podStates,
     volumes: volumes.filter((v) => !v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
     volumesDeleting: volumes.filter((v) => !!v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
+    foreignVolumes: foreign.flatMap((v) => memberOf(v) ?? []),
+    alarms: (alarms ?? []).map((a) => `${a.alarm} on ${a.member}`),
   };
   return { observed, pods, statuses, clusterId, alarms, client };
 };

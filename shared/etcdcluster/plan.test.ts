@@ -48,6 +48,7 @@ describe('planStep', () => {
       kind: 'createMember',
       member: 'e-1',
       join: { state: 'new', initialCluster: ['e-0', 'e-1', 'e-2'] },
+      volume: 'new',
     });
     const all = ['e-0', 'e-1', 'e-2'].map((m) => ({
       member: m,
@@ -71,6 +72,7 @@ describe('planStep', () => {
       kind: 'createMember',
       member: 'e-3',
       join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2', 'e-3'] },
+      volume: 'new',
     });
     added.pods = [...added.pods, { member: 'e-3', healthy: false, deleting: false, image: IMAGE }];
     added.volumes = [...added.volumes, 'e-3'];
@@ -104,28 +106,77 @@ describe('planStep', () => {
     expect(planStep(removed)).toEqual({ kind: 'deleteVolume', member: 'e-4' });
   });
 
-  it('brings a member back on its volume when its pod is gone', () => {
+  it('brings a member back on its own volume when its pod is gone, never on a new one', () => {
     const o = cluster(3);
     o.pods = o.pods.filter((p) => p.member !== 'e-1');
     expect(planStep(o)).toEqual({
       kind: 'createMember',
       member: 'e-1',
       join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2'] },
+      volume: 'existing',
+    });
+    // ...before removing a member whose volume is going (restart first: the quorum needs it).
+    const both = cluster(3, { volumes: ['e-0', 'e-1'], volumesDeleting: ['e-2'] });
+    both.pods = both.pods.filter((p) => p.member !== 'e-1');
+    expect(planStep(both)).toMatchObject({ kind: 'createMember', member: 'e-1', volume: 'existing' });
+  });
+
+  it('deletes a member pod that ended (evicted, node shut down) so it starts again, with or without quorum', () => {
+    const o = cluster(3);
+    o.pods = o.pods.map((p) => (p.member === 'e-1' ? { ...p, healthy: false, ended: true } : p));
+    expect(planStep(o)).toEqual({ kind: 'deletePod', member: 'e-1', reason: 'Ended' });
+    const nq = cluster(3, { members: undefined, leader: undefined });
+    nq.pods = nq.pods.map((p) => ({ ...p, healthy: false, ended: p.member !== 'e-0' }));
+    expect(planStep(nq)).toMatchObject({ kind: 'deletePod', member: 'e-1' });
+  });
+
+  it('never uses, nor bootstraps over, a volume of another cluster of the same name', () => {
+    const fresh: Observed = {
+      ...cluster(0),
+      size: 3,
+      bootstrapped: false,
+      members: undefined,
+      leader: undefined,
+      foreignVolumes: ['e-0'],
+    };
+    expect(planStep(fresh)).toMatchObject({ kind: 'wait', reason: 'VolumeConflict' });
+    expect(nextMemberName(cluster(3, { foreignVolumes: ['e-3'] }))).toBe('e-4');
+    // Pods or volumes of ours but no bootstrap recorded (a status rewritten): never a second bootstrap.
+    expect(planStep({ ...fresh, foreignVolumes: [], volumes: ['e-3'] })).toMatchObject({
+      kind: 'wait',
+      reason: 'AlreadyFormed',
     });
   });
 
-  it('removes a member whose volume is gone (or going) before anything else, then replaces it with a new name', () => {
-    const going = cluster(3, { volumes: ['e-0', 'e-2'], volumesDeleting: ['e-1'] });
-    expect(planStep(going)).toEqual({ kind: 'removeMember', member: 'e-1', id: '101', reason: 'VolumeLost' });
+  it('removes a member whose pod and volume are gone, then a new member takes its place', () => {
     const gone = cluster(3, { volumes: ['e-0', 'e-2'] });
     gone.pods = gone.pods.filter((p) => p.member !== 'e-1');
-    expect(planStep(gone)).toMatchObject({ kind: 'removeMember', member: 'e-1', reason: 'VolumeLost' });
-    // After it left: a new member joins as a learner (its data is gone: it never rejoins as itself), under a
-    // name no trace holds (here the recorded member list still names e-1).
+    expect(planStep(gone)).toEqual({ kind: 'removeMember', member: 'e-1', id: '101', reason: 'VolumeLost' });
+    // After it left: a new member joins as a learner (its data is gone: it never rejoins as itself),
+    // under a name no trace holds (here the recorded member list still names e-1).
     const left = cluster(3, { volumes: ['e-0', 'e-2'] });
     left.members = left.members?.filter((m) => m.name !== 'e-1');
     left.pods = left.pods.filter((p) => p.member !== 'e-1');
     expect(planStep(left)).toEqual({ kind: 'addLearner', member: 'e-3' });
+  });
+
+  it('replaces a member whose volume is being deleted while it still serves: a learner first, then the removal', () => {
+    expect(planStep(cluster(3, { volumes: ['e-0', 'e-2'], volumesDeleting: ['e-1'] }))).toEqual({
+      kind: 'addLearner',
+      member: 'e-3',
+    });
+    expect(planStep(cluster(1, { volumes: [], volumesDeleting: ['e-0'] }))).toEqual({
+      kind: 'addLearner',
+      member: 'e-1',
+    });
+    // The replacement voted in: the doomed member leaves (not the newest, not the leader).
+    const replaced = cluster(4, { size: 3, volumes: ['e-0', 'e-2', 'e-3'], volumesDeleting: ['e-1'] });
+    expect(planStep(replaced)).toEqual({
+      kind: 'removeMember',
+      member: 'e-1',
+      id: '101',
+      reason: 'VolumeLost',
+    });
   });
 
   it('upgrades followers first, in order, then moves leadership, then the old leader', () => {
@@ -141,10 +192,29 @@ describe('planStep', () => {
     });
   });
 
-  it('takes no upgrade step while a member is unhealthy', () => {
+  it('restarts no healthy member while another is down; a member down on another image is restarted (costs nothing)', () => {
     const o = cluster(3);
     o.pods = o.pods.map((p) => ({ ...p, image: OLD, healthy: p.member !== 'e-2' }));
-    expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
+    expect(planStep(o)).toEqual({ kind: 'deletePod', member: 'e-2', reason: 'Upgrade' });
+    // A bad image rolled back: the member it broke is restarted on the spec's image.
+    const bad = cluster(3);
+    bad.pods = bad.pods.map((p) => (p.member === 'e-1' ? { ...p, image: 'bad:1', healthy: false } : p));
+    expect(planStep(bad)).toEqual({ kind: 'deletePod', member: 'e-1', reason: 'Upgrade' });
+    // Down on the spec's image: wait for it, restart nothing else.
+    const down = cluster(3);
+    down.pods = down.pods.map((p) => ({
+      ...p,
+      image: p.member === 'e-2' ? IMAGE : OLD,
+      healthy: p.member !== 'e-2',
+    }));
+    expect(planStep(down)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
+  });
+
+  it('is not converged while etcd raises an alarm', () => {
+    expect(planStep(cluster(3, { alarms: ['NOSPACE on e-1'] }))).toMatchObject({
+      kind: 'wait',
+      reason: 'Alarm',
+    });
   });
 
   it('with no member answering: restarts pods on their volumes, then waits (quorum lost)', () => {
@@ -154,6 +224,7 @@ describe('planStep', () => {
       kind: 'createMember',
       member: 'e-1',
       join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2'] },
+      volume: 'existing',
     });
     o.pods = ['e-0', 'e-1', 'e-2'].map((m) => ({ member: m, healthy: false, deleting: false, image: IMAGE }));
     expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'NoQuorum' });

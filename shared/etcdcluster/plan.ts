@@ -13,9 +13,11 @@ export type MemberState = {
 
 export type PodState = {
   member: string;
-  /** The member process runs and answered a status request. */
+  /** The member process runs and answered a status request (of this very cluster). */
   healthy: boolean;
   deleting: boolean;
+  /** Failed or Succeeded (evicted, node shut down): nothing restarts it but its deletion. */
+  ended?: boolean;
   image: string;
 };
 
@@ -40,16 +42,21 @@ export type Observed = {
   volumes: readonly string[];
   /** Members whose volume is being deleted (its pod still holds it). */
   volumesDeleting: readonly string[];
+  /** Member names whose `data-<name>` belongs to another cluster (an earlier one of the same name). */
+  foreignVolumes?: readonly string[];
+  /** Active alarms (NOSPACE, CORRUPT): the members refuse clients; nothing is converged. */
+  alarms?: readonly string[];
 };
 
 export type Step =
   | { kind: 'bootstrap'; members: string[] }
-  | { kind: 'createMember'; member: string; join: Join }
+  /** `volume: 'existing'` only ever starts on this cluster's volume; 'new' makes one (a member that never started). */
+  | { kind: 'createMember'; member: string; join: Join; volume: 'new' | 'existing' }
   | { kind: 'addLearner'; member: string }
   | { kind: 'promote'; member: string; id: string }
   | { kind: 'removeMember'; member: string; id: string; reason: 'ScaleDown' | 'VolumeLost' }
   | { kind: 'moveLeader'; from: string; to: string; toMember: string }
-  | { kind: 'deletePod'; member: string; reason: 'Removed' | 'Upgrade' | 'Stray' }
+  | { kind: 'deletePod'; member: string; reason: 'Removed' | 'Upgrade' | 'Stray' | 'Ended' }
   | { kind: 'deleteVolume'; member: string }
   | { kind: 'wait'; reason: string; message: string }
   | { kind: 'converged' };
@@ -66,6 +73,7 @@ export const nextMemberName = (o: Observed): string => {
     ...(o.members ?? []).map((m) => m.name),
     ...o.lastKnown,
     ...o.bootstrapMembers,
+    ...(o.foreignVolumes ?? []),
   ];
   const next = Math.max(-1, ...used.map((m) => ordinalOf(o.memberPrefix, m))) + 1;
   return `${o.memberPrefix}-${next}`;
@@ -81,26 +89,46 @@ export const nextMemberName = (o: Observed): string => {
 export const planStep = (o: Observed): Step => {
   const pods = new Map(o.pods.map((p) => [p.member, p]));
   const volumes = new Set(o.volumes);
+  const foreign = new Set(o.foreignVolumes ?? []);
+  const conflict = (member: string): Step => ({
+    kind: 'wait',
+    reason: 'VolumeConflict',
+    message: `data-${member} belongs to another cluster (an earlier one of this name?): Tideway neither uses nor deletes it; delete it, or rename the cluster`,
+  });
 
   if (!o.bootstrapped) {
-    if (o.bootstrapMembers.length === 0)
-      return {
-        kind: 'bootstrap',
-        members: Array.from({ length: o.size }, (_, i) => `${o.memberPrefix}-${i}`),
-      };
+    if (o.bootstrapMembers.length === 0) {
+      // Something of ours beyond a bootstrap means the cluster formed before: never bootstrap again.
+      if (o.pods.length > 0 || o.volumes.length > 0)
+        return {
+          kind: 'wait',
+          reason: 'AlreadyFormed',
+          message: 'member pods or volumes exist but no bootstrap is recorded: not bootstrapping over them',
+        };
+      const names = Array.from({ length: o.size }, (_, i) => `${o.memberPrefix}-${i}`);
+      const taken = names.find((m) => foreign.has(m));
+      return taken ? conflict(taken) : { kind: 'bootstrap', members: names };
+    }
     const missing = o.bootstrapMembers.find((m) => !pods.has(m));
     if (missing)
-      return {
-        kind: 'createMember',
-        member: missing,
-        join: { state: 'new', initialCluster: o.bootstrapMembers },
-      };
+      return foreign.has(missing)
+        ? conflict(missing)
+        : {
+            kind: 'createMember',
+            member: missing,
+            join: { state: 'new', initialCluster: o.bootstrapMembers },
+            volume: 'new',
+          };
     return {
       kind: 'wait',
       reason: 'Bootstrapping',
       message: 'waiting for the first members to form the cluster',
     };
   }
+
+  // A pod that ended (evicted, its node shut down) is restarted by nothing but its deletion.
+  const ended = o.pods.find((p) => p.ended && !p.deleting);
+  if (ended) return { kind: 'deletePod', member: ended.member, reason: 'Ended' };
 
   if (!o.members) {
     // Nobody answers: bring back the pods of members whose volumes are there; nothing else.
@@ -110,6 +138,7 @@ export const planStep = (o: Observed): Step => {
         kind: 'createMember',
         member: down,
         join: { state: 'existing', initialCluster: o.lastKnown },
+        volume: 'existing',
       };
     return {
       kind: 'wait',
@@ -126,20 +155,25 @@ export const planStep = (o: Observed): Step => {
   const allHealthy = members.every(healthy);
   const leaderMember = members.find((m) => m.id === o.leader);
 
-  // A member whose volume is gone lost its data: it must leave before anything else joins.
-  const lost = members.find(
-    (m) => m.started && (o.volumesDeleting.includes(m.name) || (!volumes.has(m.name) && !pods.has(m.name))),
+  // A member without its pod: start it again on its own volume (a started member never gets a new
+  // one: it would vote with an empty log), or, never started, on a new one.
+  const podless = members.find(
+    (m) => !pods.has(m.name) && (!m.started || volumes.has(m.name)) && !o.volumesDeleting.includes(m.name),
   );
-  if (lost) return { kind: 'removeMember', member: lost.name, id: lost.id, reason: 'VolumeLost' };
-
-  // A member without its pod: start it again on its volume (or, never started, on a new one).
-  const podless = members.find((m) => !pods.has(m.name));
   if (podless)
-    return {
-      kind: 'createMember',
-      member: podless.name,
-      join: { state: 'existing', initialCluster: names },
-    };
+    return foreign.has(podless.name)
+      ? conflict(podless.name)
+      : {
+          kind: 'createMember',
+          member: podless.name,
+          join: { state: 'existing', initialCluster: names },
+          volume: podless.started ? 'existing' : 'new',
+        };
+
+  // A started member whose pod and volume are both gone lost its data: it leaves (etcd refuses a
+  // removal that would cost the quorum), and a new member takes its place below.
+  const lost = members.find((m) => m.started && !volumes.has(m.name) && !pods.has(m.name));
+  if (lost) return { kind: 'removeMember', member: lost.name, id: lost.id, reason: 'VolumeLost' };
 
   // What belongs to no member: pods and volumes of removed members (or of an add that failed).
   const strayPod = o.pods.find((p) => !inList.has(p.member));
@@ -151,6 +185,13 @@ export const planStep = (o: Observed): Step => {
   const strayVolume = o.volumes.find((v) => !inList.has(v) && !pods.has(v));
   if (strayVolume) return { kind: 'deleteVolume', member: strayVolume };
 
+  // A member running an image other than the spec's while it is down (a bad image rolled back,
+  // a learner that never started): restarting it costs nothing.
+  const wrong = members.find(
+    (m) => !healthy(m) && pods.get(m.name)?.image !== o.image && !pods.get(m.name)?.deleting,
+  );
+  if (wrong) return { kind: 'deletePod', member: wrong.name, reason: 'Upgrade' };
+
   const learner = members.find((m) => m.learner);
   if (learner) {
     if (!learner.started || !healthy(learner))
@@ -158,17 +199,31 @@ export const planStep = (o: Observed): Step => {
     return { kind: 'promote', member: learner.name, id: learner.id };
   }
 
-  if (voters.length < o.size) {
+  // Members whose volume is being deleted still hold their data: replace before removing them.
+  const doomed = voters.filter((m) => o.volumesDeleting.includes(m.name));
+  const target = o.size + (doomed.length > 0 ? 1 : 0);
+  if (voters.length < target) {
     if (!allHealthy) return unhealthy(members, healthy);
     return { kind: 'addLearner', member: nextMemberName(o) };
   }
 
   if (voters.length > o.size) {
     if (!allHealthy) return unhealthy(members, healthy);
-    // The newest member that does not lead; the leader hands over first if it is the only choice.
+    // A member whose volume is going, else the newest that does not lead: never the leader.
     const order = [...voters].sort((a, b) => byOrdinal(o.memberPrefix)(b.name, a.name));
-    const victim = order.find((m) => m.id !== o.leader);
-    if (victim) return { kind: 'removeMember', member: victim.name, id: victim.id, reason: 'ScaleDown' };
+    const victim =
+      doomed.find((m) => m.id !== o.leader) ?? order.find((m) => m.id !== o.leader && !doomed.includes(m));
+    if (victim)
+      return {
+        kind: 'removeMember',
+        member: victim.name,
+        id: victim.id,
+        reason: doomed.includes(victim) ? 'VolumeLost' : 'ScaleDown',
+      };
+    // Only the leader's volume is going: hand leadership over first.
+    const to = voters.find((m) => m.id !== o.leader);
+    if (leaderMember && to)
+      return { kind: 'moveLeader', from: leaderMember.id, to: to.id, toMember: to.name };
   }
 
   const stale = members.filter((m) => pods.get(m.name)?.image !== o.image);
@@ -186,6 +241,12 @@ export const planStep = (o: Observed): Step => {
   }
 
   if (!allHealthy) return unhealthy(members, healthy);
+  if ((o.alarms ?? []).length > 0)
+    return {
+      kind: 'wait',
+      reason: 'Alarm',
+      message: `etcd raised ${(o.alarms ?? []).join(', ')}: members refuse clients until it is resolved`,
+    };
   return { kind: 'converged' };
 };
 

@@ -22,11 +22,13 @@ export const statusFrom = (c: EtcdCluster, s: Status, seen: Seen, step: Step): S
       ? 'Ready'
       : !o.bootstrapped
         ? 'Creating'
-        : !members || healthyVoters.length < voters.length
+        : !members || healthyVoters.length < Math.max(voters.length, c.spec.size ?? 3)
           ? 'Degraded'
           : 'Ready';
+  // Nothing known is said: no leader while none answers (the printer column must not show a stale one).
+  const { leader: _stale, ...rest } = s;
   return {
-    ...s,
+    ...rest,
     phase,
     ...(leader ? { leader } : {}),
     size: voters.length,

@@ -153,5 +153,8 @@ describe('etcd cluster', () => {
     await expect(etcd.apply('bad', { version: '3.7' })).rejects.toMatchObject({
       stderr: expect.stringContaining('version must be 3.5 or 3.6'),
     });
+    await expect(etcd.apply('main', { size: 3, version: '3.5' })).rejects.toMatchObject({
+      stderr: expect.stringContaining('version cannot go back from 3.6 to 3.5'),
+    });
   });
 });
