@@ -146,6 +146,51 @@ describe('etcd cluster', () => {
     }
   });
 
+  it('never starts a member on a volume left by an earlier cluster of the same name, and leaves it alone', async () => {
+    // What deleting an EtcdCluster `old` leaves (its volumes are kept), then `old` made again.
+    await b.core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'data-old-etcd-0',
+          labels: {
+            'app.kubernetes.io/name': 'etcd',
+            'app.kubernetes.io/instance': 'old',
+            'app.kubernetes.io/managed-by': 'tideway',
+            'tideway.dev/member': 'old-etcd-0',
+          },
+          annotations: { 'tideway.dev/owner-uid': 'an-earlier-cluster' },
+        },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      },
+    });
+    const before = await b.core.readNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      name: 'data-old-etcd-0',
+    });
+    await etcd.apply('old', { size: 1 });
+    const c = await until(
+      'Ready=False VolumeConflict',
+      async () => {
+        const x = await etcd.get('old');
+        const r = (
+          x.status?.conditions as { type: string; reason: string; message: string }[] | undefined
+        )?.find((k) => k.type === 'Ready');
+        return r?.reason === 'VolumeConflict' ? r : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(c.message).toContain('data-old-etcd-0');
+    expect(await etcd.pods('old')).toEqual([]);
+    const after = await b.core.readNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      name: 'data-old-etcd-0',
+    });
+    expect(after.metadata?.uid).toBe(before.metadata?.uid);
+    expect(after.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
   it('refuses bad input at admission with a message that says what to fix', async () => {
     await expect(etcd.apply('bad', { size: 4 })).rejects.toMatchObject({
       stderr: expect.stringContaining('size must be 1, 3, 5 or 7'),
