@@ -1,5 +1,13 @@
 import { join } from 'node:path';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { installTideway } from '../infra/install.ts';
 import { writeFunctionKubeconfig } from '../infra/rbac/credentials.ts';
 import type { Testbed } from '../infra/testbed/types.ts';
@@ -152,7 +160,7 @@ export const benchEtcd = async (bed: Testbed, o: EtcdBenchOptions) => {
       const t1 = now();
       await custom.patchNamespacedCustomObject(
         { ...ETCD, namespace: ns, name, body: { spec: { size: 5 } } },
-        { headers: { 'Content-Type': 'application/merge-patch+json' } } as never,
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
       await ready(name, 5);
       scaled.push(now() - t1);

@@ -98,6 +98,7 @@ export const observe = async (
         healthy: statuses.has(member) && (statuses.get(member)?.leader ?? undefined) !== undefined,
         deleting: !!p.metadata?.deletionTimestamp,
         ended: p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded',
+        ready: p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
         image: p.spec?.containers?.[0]?.image ?? '',
       },
     ];

@@ -210,6 +210,12 @@ describe('planStep', () => {
     expect(planStep(down)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
   });
 
+  it('is converged only once the client Service routes to every member (their pods Ready)', () => {
+    const o = cluster(3);
+    o.pods = o.pods.map((p) => ({ ...p, ready: p.member !== 'e-2' }));
+    expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'PodsNotReady' });
+  });
+
   it('is not converged while etcd raises an alarm', () => {
     expect(planStep(cluster(3, { alarms: ['NOSPACE on e-1'] }))).toMatchObject({
       kind: 'wait',

@@ -18,6 +18,8 @@ export type PodState = {
   deleting: boolean;
   /** Failed or Succeeded (evicted, node shut down): nothing restarts it but its deletion. */
   ended?: boolean;
+  /** Its Ready condition (the readiness probe): only then does the client Service route to it. */
+  ready?: boolean;
   image: string;
 };
 
@@ -241,6 +243,13 @@ export const planStep = (o: Observed): Step => {
   }
 
   if (!allHealthy) return unhealthy(members, healthy);
+  const unready = members.filter((m) => pods.get(m.name)?.ready === false);
+  if (unready.length > 0)
+    return {
+      kind: 'wait',
+      reason: 'PodsNotReady',
+      message: `${unready.map((m) => m.name).join(', ')} not ready yet: the client Service does not route to ${unready.length === 1 ? 'it' : 'them'}`,
+    };
   if ((o.alarms ?? []).length > 0)
     return {
       kind: 'wait',
