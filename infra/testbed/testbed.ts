@@ -7,6 +7,7 @@ import { imageCache } from '../../scripts/image/build.ts';
 import { ensurePrerequisites, type Log } from './build/index.ts';
 import { startControlApi } from './control-api.ts';
 import { startControlPlane } from './control-plane/index.ts';
+import { startClusterDns } from './dns/index.ts';
 import { run } from './exec/run.ts';
 import { defaultImageTable, loadedImagesDir, unpackedImagesDir } from './image-table/index.ts';
 import { openImageStore } from './image-table/store.ts';
@@ -42,9 +43,10 @@ export type TestbedOptions = {
 const NODE_NAME = 'tideway-node-0';
 
 /**
- * Starts the whole local stack: pod network, control plane, kube-proxy, node agent and volume
- * provisioner, NATS JetStream, an S3 server and a redis-server. Stop (or `await using`) removes
- * every process, directory, namespace and rule it made. Builds whatever is missing first.
+ * Starts the whole local stack: pod network, control plane, cluster DNS, kube-proxy, node agent
+ * and volume provisioner, NATS JetStream, an S3 server and a redis-server. Stop (or `await
+ * using`) removes every process, directory, namespace and rule it made. Builds whatever is
+ * missing first.
  */
 export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> => {
   const log = opts.log ?? (() => undefined);
@@ -106,7 +108,11 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
     await s3Client.send(new CreateBucketCommand({ Bucket: bucket }));
     s3Client.destroy();
 
-    step('node agent, volume provisioner, kube-proxy');
+    step('cluster DNS, node agent, volume provisioner, kube-proxy');
+    // Before the node agent: its pods get this nameserver. Stopped after it (the undo stack).
+    const dns = await startClusterDns({ kubeconfig: cp.kubeconfig, host: network.hostIp, log: step });
+    undo.push(() => dns.stop());
+
     const provisioner = await startVolumeProvisioner({
       kubeconfig: cp.kubeconfig,
       dir: join(dir, 'volumes'),
@@ -127,6 +133,7 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       }),
       // Faster than kubelet's 10 s: tests wait on restarts.
       restartBackoffMs: 1000,
+      clusterDns: { nameservers: [dns.host], domain: dns.zone },
     });
     undo.push(() => nodeAgent.stop());
     await waitForNodeReady(cp.kubeconfig, NODE_NAME);
