@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { PodNetns, PodNetwork } from '../network/types.ts';
 import { chooseRanges, ipToInt, nthAddress, parseCidr } from './cidr.ts';
@@ -39,7 +40,11 @@ export const setupPodNetwork = async (o: { prefix: string }): Promise<PodNetwork
     return next;
   };
 
-  await ip('link', 'add', bridge, 'type', 'bridge');
+  // Given an address, a bridge keeps it; otherwise it takes the lowest of its ports', and a pod's
+  // veth coming or going changes it: the other pods' ARP entries for the host (API server, NATS,
+  // cluster DNS) then point nowhere until they expire, for up to half a minute.
+  const mac = ['02', ...[...randomBytes(5)].map((b) => b.toString(16).padStart(2, '0'))].join(':');
+  await ip('link', 'add', bridge, 'address', mac, 'type', 'bridge');
   await ip('addr', 'add', `${hostIp}/${bits}`, 'dev', bridge);
   await ip('link', 'set', bridge, 'up');
   await ip('route', 'add', serviceCidr, 'dev', bridge);

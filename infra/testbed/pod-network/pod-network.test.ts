@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { run } from '../exec/run.ts';
 import { cleanupNetworkLeftovers, setupPodNetwork } from './index.ts';
@@ -53,6 +54,28 @@ describe('pod network', () => {
     expect(await run('ip', ['link', 'show'])).not.toContain(PREFIX);
     expect(await run('iptables-save', [])).not.toContain('TWNET');
     expect(readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8')).toBe(forward);
+  });
+
+  it("keeps the bridge's MAC address while pods come and go, so pods reach the host without a pause", async () => {
+    const net = await setupPodNetwork({ prefix: PREFIX });
+    const host = createServer((s) => s.end('pong'));
+    try {
+      host.listen(7001, net.hostIp);
+      await once(host, 'listening');
+      const bridgeMac = () => readFileSync(`/sys/class/net/${net.bridge}/address`, 'utf8').trim();
+      const mac = bridgeMac();
+      expect(readFileSync(`/sys/class/net/${net.bridge}/addr_assign_type`, 'utf8').trim()).toBe('3'); // set
+      // Pods that will go, then one that stays and learns the host's MAC address (ARP).
+      for (const id of ['c1', 'c2', 'c3', 'c4']) await net.attachPod(id);
+      const stays = await net.attachPod('stays');
+      expect(await fetchFrom(stays.name, net.hostIp, 7001)).toBe('pong');
+      for (const id of ['c1', 'c2', 'c3', 'c4']) await net.detachPod(id);
+      expect(bridgeMac()).toBe(mac);
+      expect(await fetchFrom(stays.name, net.hostIp, 7001)).toBe('pong');
+    } finally {
+      host.close();
+      await net.close();
+    }
   });
 
   it('clears what a killed run left', async () => {
