@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { Resolver } from 'node:dns/promises';
 import { readlinkSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,6 +66,11 @@ describe('cluster DNS on the test bed', () => {
       120_000,
     );
   const fqdn = (host: string) => `${host}.${PEERS}.${ns}.svc.cluster.local`;
+  const hostResolver = () => {
+    const r = new Resolver({ timeout: 2000, tries: 1 });
+    r.setServers([b.info.network.hostIp]);
+    return r;
+  };
   /** The addresses the Service's EndpointSlices publish for a pod. */
   const sliceAddresses = async (service: string, podName: string) =>
     (
@@ -253,9 +259,19 @@ describe('cluster DNS on the test bed', () => {
     await until(
       'member-1 to resolve to its new IP',
       async () => {
+        const at = Date.now();
         const r = await resolve4(`${STS}-0`, `${fqdn(`${STS}-1`)}.`);
         if (r.addresses.join() === newIp) return true;
-        throw new Error(`DNS answers ${r.addresses.join(', ') || `nothing (exit ${r.code})`}`);
+        // Asked from the machine too, to tell a stale answer from one that does not reach the pod.
+        const direct = await hostResolver()
+          .resolve4(fqdn(`${STS}-1`))
+          .then(
+            (a) => a.join(', '),
+            (e: { code?: string }) => e.code,
+          );
+        throw new Error(
+          `the pod gets ${r.addresses.join(', ') || `nothing (exit ${r.code})`} after ${Date.now() - at} ms; the machine gets ${direct}`,
+        );
       },
       5_000,
     );
