@@ -34,7 +34,14 @@ const MAX_STEPS = 12;
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
   const loaded = await loadObject(event, ctx, TIDEWAY_KINDS.EtcdCluster, zEtcdCluster);
   if (isOutcome(loaded)) return loaded;
-  const { obj: c, writeStatus, regarding } = loaded;
+  const { obj: c, regarding } = loaded;
+  let cluster = c;
+  /** Every status write, and the object as it is after it: the next observation plans from that. */
+  const writeStatus: typeof loaded.writeStatus = async (mutate) => {
+    const written = await loaded.writeStatus(mutate);
+    if (written) cluster = written;
+    return written;
+  };
   const generation = c.metadata.generation;
 
   if (c.metadata.deletionTimestamp) {
@@ -66,7 +73,6 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   const core = ctx.kube.makeApiClient(CoreV1Api);
   const recorder = handlerRecorder(ctx, 'etcd-reconcile');
-  let cluster = c;
   let seen: Seen | undefined;
   let step: Step = { kind: 'converged' };
   let client: EtcdClient | undefined;
@@ -79,7 +85,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       // The cluster formed: from now on members join it, never bootstrap another.
       if (!cluster.status?.clusterID && o.clusterId && o.observed.members) {
         const clusterID = memberIdToHex(o.clusterId);
-        cluster = (await writeStatus((s) => ({ ...s, clusterID }))) ?? cluster;
+        await writeStatus((s) => ({ ...s, clusterID }));
         continue;
       }
       step = planStep(o.observed);
@@ -96,7 +102,6 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
           note: note.message,
         });
       }
-      if (step.kind === 'bootstrap') cluster = (await writeStatus((s) => s)) ?? cluster;
       if (note?.wait) {
         step = { kind: 'wait', reason: note.reason, message: note.message };
         break;

@@ -18,10 +18,6 @@ export const DEFAULT_CLUSTER_KIND = redisEngine.cluster.kind;
 export const engineByLabel = (label: string | undefined): Engine | undefined =>
   ENGINES.find((e) => e.label === label);
 
-/** The engine of a cluster kind (RedisCluster → redis). */
-export const engineByKind = (kind: string | undefined): Engine | undefined =>
-  ENGINES.find((e) => e.cluster.kind === kind);
-
 /** The kinds engines make, each once (several engines make Pods). */
 export const ownedKinds = (engines: readonly Engine[] = ENGINES): OwnedKind[] => {
   const byKey = new Map<string, OwnedKind>();

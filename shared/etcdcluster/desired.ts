@@ -6,10 +6,8 @@ import type {
   V1Service,
 } from '@kubernetes/client-node';
 import type { EtcdCluster } from '../api/generated.ts';
-import { ENGINE_LABEL } from '../engines/types.ts';
 import {
   CLIENT_PORT,
-  type Cluster,
   imageOf,
   MEMBER_LABEL,
   METRICS_PORT,
@@ -178,7 +176,3 @@ export const podFor = (c: Owner, member: string, join: Join): V1Pod => {
 /** The member a pod or PVC of this cluster is for. */
 export const memberOf = (o: { metadata?: { labels?: Record<string, string> } }) =>
   o.metadata?.labels?.[MEMBER_LABEL];
-
-export const isOurs = (c: Cluster, o: { metadata?: { labels?: Record<string, string> } }) =>
-  o.metadata?.labels?.[ENGINE_LABEL.instance] === c.metadata.name &&
-  o.metadata?.labels?.[ENGINE_LABEL.name] === selectorLabels('')[ENGINE_LABEL.name];

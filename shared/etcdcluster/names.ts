@@ -7,7 +7,6 @@ export const PEER_PORT = 2380;
 /** /health and /metrics, apart from the client port (probes need no client credentials). */
 export const METRICS_PORT = 2381;
 export const FIELD_MANAGER = 'tideway';
-export const FINALIZER = 'tideway.dev/cleanup';
 /** On a PVC: the cluster it was made for. PVCs carry no owner reference (data outlives its cluster). */
 export const OWNER_UID = 'tideway.dev/owner-uid';
 export const MEMBER_LABEL = 'tideway.dev/member';
@@ -66,7 +65,7 @@ export const selectorLabels = (name: string) => ({
 });
 
 /** `x.y` of a version (3.6.16 → 3.6). */
-export const minorOf = (version: string) => version.split('.').slice(0, 2).join('.');
+const minorOf = (version: string) => version.split('.').slice(0, 2).join('.');
 
 /** The image a version runs: the user's, else the official image of that version. */
 export const imageOf = (c: Pick<EtcdCluster, 'spec'>) => {

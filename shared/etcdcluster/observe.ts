@@ -16,6 +16,13 @@ import type { MemberState, Observed, PodState } from './plan.ts';
 export const leaderOf = (statuses: readonly EndpointStatus[]): string | undefined =>
   [...statuses].filter((s) => s.leader !== undefined).sort((a, b) => b.raftTerm - a.raftTerm)[0]?.leader;
 
+/**
+ * An answer is this cluster's when its cluster id (decimal, as etcd sends it) is the one recorded
+ * (hex), or none is recorded yet: a member started on an earlier cluster's data is another cluster.
+ */
+export const sameCluster = (recordedHex: string | undefined, answerId: string) =>
+  !recordedHex || memberIdToHex(answerId) === recordedHex;
+
 /** What a run saw: the planner's input, and what status is written from. */
 export type Seen = {
   observed: Observed;
@@ -29,11 +36,10 @@ export type Seen = {
 
 const CALL_MS = 3000;
 
-export const endpointOf = (p: V1Pod) =>
-  p.status?.podIP ? `http://${p.status.podIP}:${CLIENT_PORT}` : undefined;
+const endpointOf = (p: V1Pod) => (p.status?.podIP ? `http://${p.status.podIP}:${CLIENT_PORT}` : undefined);
 
 /** A client on the pods' IPs: the functions need not resolve cluster DNS (they may run outside it). */
-export const clientFor = (pods: readonly V1Pod[]): EtcdClient | undefined => {
+const clientFor = (pods: readonly V1Pod[]): EtcdClient | undefined => {
   // Not an ended pod's: its address may be another pod's by now.
   const endpoints = pods
     .filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running')
@@ -54,9 +60,7 @@ export const observe = async (
     listMemberPods(kc, c),
     listMemberVolumes(kc, c),
   ]);
-  // Answers from another cluster (a member started on an earlier cluster's data) are not this one's.
-  const known = c.status?.clusterID;
-  const same = (clusterId: string) => !known || memberIdToHex(clusterId) === known;
+  const same = (clusterId: string) => sameCluster(c.status?.clusterID, clusterId);
   const client = clientFor(pods);
   const statuses = new Map<string, EndpointStatus>();
   let members: MemberState[] | undefined;

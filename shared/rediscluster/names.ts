@@ -10,7 +10,8 @@ export const LABEL = {
 } as const;
 
 export const FIELD_MANAGER = 'tideway';
-export const FINALIZER = 'tideway.dev/cleanup';
+// One finalizer for every engine's clusters.
+export { FINALIZER } from '../engines/finalizer.ts';
 export const REDIS_PORT = 6379;
 
 export type Role = 'master' | 'replica';

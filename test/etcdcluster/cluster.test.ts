@@ -1,9 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, createNamespace, until } from '../support/bed.ts';
-import { installCrds } from '../support/crds.ts';
-import type { Worker } from '../support/functions.ts';
-import { refusals } from '../support/redis.ts';
-import { etcdClusters, etcdctlJob, logsOnFailure, startEtcdFunctions } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import { bed, until } from '../support/bed.ts';
+import { etcdctlJob, etcdFunctionsFor } from './support.ts';
 
 /**
  * EtcdClusters end to end with the product's functions (watcher, two etcd-reconcile replicas, each
@@ -12,22 +9,7 @@ import { etcdClusters, etcdctlJob, logsOnFailure, startEtcdFunctions } from './s
  */
 describe('etcd cluster', () => {
   const b = bed();
-  let ns = '';
-  let workers: Worker[] = [];
-  const etcd = etcdClusters(b, () => ns);
-  logsOnFailure(() => workers);
-
-  beforeAll(async () => {
-    await installCrds(b.info);
-    ns = await createNamespace(b.core, 'etcd');
-    workers = await startEtcdFunctions(b, ns, 'etcd-test');
-  });
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
-    expect(refusals(workers)).toEqual([]);
-  });
+  const { ns, etcd } = etcdFunctionsFor(b, 'etcd');
 
   const uids = async (name: string) =>
     Object.fromEntries((await etcd.pods(name)).map((p) => [p.metadata?.name ?? '', p.metadata?.uid ?? '']));
@@ -52,14 +34,14 @@ describe('etcd cluster', () => {
       client.close();
     }
     // A client in the cluster, at the Service by its name (the bed's cluster DNS), as apps reach it.
-    const put = await etcdctlJob(b, ns, 'put-via-service', [
+    const put = await etcdctlJob(b, ns(), 'put-via-service', [
       '--endpoints=http://main-etcd:2379',
       'put',
       'svc-key',
       'hello',
     ]);
     expect(put, put.log).toMatchObject({ ok: true });
-    const got = await etcdctlJob(b, ns, 'get-via-service', [
+    const got = await etcdctlJob(b, ns(), 'get-via-service', [
       '--endpoints=http://main-etcd:2379',
       'get',
       'svc-key',
@@ -96,7 +78,7 @@ describe('etcd cluster', () => {
     await until(
       'the removed members’ volumes deleted',
       async () => {
-        const pvcs = await b.core.listNamespacedPersistentVolumeClaim({ namespace: ns });
+        const pvcs = await b.core.listNamespacedPersistentVolumeClaim({ namespace: ns() });
         return pvcs.items.filter((v) => !v.metadata?.deletionTimestamp).length === 3 ? true : undefined;
       },
       60_000,
@@ -116,9 +98,9 @@ describe('etcd cluster', () => {
     const victim = (c.status?.members ?? []).find((m) => m.name !== c.status?.leader);
     expect(victim?.name).toBeDefined();
     const name = victim?.name ?? '';
-    const pvc = await b.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: `data-${name}` });
-    await b.core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: `data-${name}` });
-    await b.core.deleteNamespacedPod({ namespace: ns, name });
+    const pvc = await b.core.readNamespacedPersistentVolumeClaim({ namespace: ns(), name: `data-${name}` });
+    await b.core.deleteNamespacedPersistentVolumeClaim({ namespace: ns(), name: `data-${name}` });
+    await b.core.deleteNamespacedPod({ namespace: ns(), name });
     const healed = await until(
       `${name} (${victim?.id}) replaced`,
       async () => {
@@ -134,7 +116,7 @@ describe('etcd cluster', () => {
     );
     expect(newcomer?.learner).toBe(false);
     const volume = await b.core.readNamespacedPersistentVolumeClaim({
-      namespace: ns,
+      namespace: ns(),
       name: `data-${newcomer?.name}`,
     });
     expect(volume.metadata?.uid).not.toBe(pvc.metadata?.uid);
@@ -149,7 +131,7 @@ describe('etcd cluster', () => {
   it('never starts a member on a volume left by an earlier cluster of the same name, and leaves it alone', async () => {
     // What deleting an EtcdCluster `old` leaves (its volumes are kept), then `old` made again.
     await b.core.createNamespacedPersistentVolumeClaim({
-      namespace: ns,
+      namespace: ns(),
       body: {
         metadata: {
           name: 'data-old-etcd-0',
@@ -165,7 +147,7 @@ describe('etcd cluster', () => {
       },
     });
     const before = await b.core.readNamespacedPersistentVolumeClaim({
-      namespace: ns,
+      namespace: ns(),
       name: 'data-old-etcd-0',
     });
     await etcd.apply('old', { size: 1 });
@@ -184,7 +166,7 @@ describe('etcd cluster', () => {
     expect(c.message).toContain('data-old-etcd-0');
     expect(await etcd.pods('old')).toEqual([]);
     const after = await b.core.readNamespacedPersistentVolumeClaim({
-      namespace: ns,
+      namespace: ns(),
       name: 'data-old-etcd-0',
     });
     expect(after.metadata?.uid).toBe(before.metadata?.uid);

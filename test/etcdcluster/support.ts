@@ -1,14 +1,15 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { beforeEach } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import type { EtcdCluster } from '../../shared/api/generated.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 import { imageOf } from '../../shared/etcdcluster/names.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { type bed, until } from '../support/bed.ts';
+import { type bed, createNamespace, until } from '../support/bed.ts';
+import { installCrds } from '../support/crds.ts';
 import { etcdctlJob as etcdctlIn } from '../support/etcdctl.ts';
 import type { Worker } from '../support/functions.ts';
-import { startFunction } from '../support/redis.ts';
+import { refusals, startFunction } from '../support/redis.ts';
 
 const ETCD = TIDEWAY_KINDS.EtcdCluster;
 
@@ -50,20 +51,7 @@ export const etcdClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
     get,
     pods,
     /** Server-side apply as a user would, with kubectl. */
-    apply: (name: string, spec: Record<string, unknown>) =>
-      b.kubectlIn(
-        JSON.stringify({
-          apiVersion: 'tideway.dev/v1alpha1',
-          kind: 'EtcdCluster',
-          metadata: { name, namespace: ns() },
-          spec,
-        }),
-        'apply',
-        '--server-side',
-        '--field-manager=test-user',
-        '-f',
-        '-',
-      ),
+    apply: (name: string, spec: Record<string, unknown>) => b.applyTideway('EtcdCluster', ns(), name, spec),
     /**
      * Ready for the current generation with `size` healthy voting members, the member list and
      * the pods agreeing (a status written before a pod went would otherwise pass).
@@ -103,3 +91,25 @@ export const etcdClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
 /** etcdctl in a Job from the default etcd image, e.g. at the cluster's Service by its name. */
 export const etcdctlJob = (b: ReturnType<typeof bed>, ns: string, job: string, args: string[]) =>
   etcdctlIn(b, ns, job, imageOf({ spec: {} }), args);
+
+/**
+ * The usual e2e set-up, as hooks of the calling describe: Tideway's CRDs, a namespace of its own,
+ * the watcher and two etcd-reconcile replicas for it, their logs on a failure; afterwards the
+ * functions stop, the namespace goes, and none of them was refused anything (least privilege).
+ */
+export const etcdFunctionsFor = (b: ReturnType<typeof bed>, prefix: string) => {
+  let ns = '';
+  let workers: Worker[] = [];
+  logsOnFailure(() => workers);
+  beforeAll(async () => {
+    await installCrds(b.info);
+    ns = await createNamespace(b.core, prefix);
+    workers = await startEtcdFunctions(b, ns, prefix);
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
+    expect(refusals(workers)).toEqual([]);
+  });
+  return { ns: () => ns, etcd: etcdClusters(b, () => ns) };
+};

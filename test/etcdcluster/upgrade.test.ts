@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 import { ETCD_IMAGES } from '../../shared/etcdcluster/names.ts';
-import { bed, createNamespace, sleep, until } from '../support/bed.ts';
-import { installCrds } from '../support/crds.ts';
-import type { Worker } from '../support/functions.ts';
-import { refusals } from '../support/redis.ts';
-import { etcdClusters, logsOnFailure, startEtcdFunctions } from './support.ts';
+import { bed, sleep, until } from '../support/bed.ts';
+import { etcdFunctionsFor } from './support.ts';
 
 /**
  * Issue 15: a rolling upgrade across real versions, 3.5 → 3.6, one member at a time with the
@@ -13,22 +10,7 @@ import { etcdClusters, logsOnFailure, startEtcdFunctions } from './support.ts';
  */
 describe('etcd upgrade 3.5 → 3.6', () => {
   const b = bed();
-  let ns = '';
-  let workers: Worker[] = [];
-  const etcd = etcdClusters(b, () => ns);
-  logsOnFailure(() => workers);
-
-  beforeAll(async () => {
-    await installCrds(b.info);
-    ns = await createNamespace(b.core, 'etcd-upgrade');
-    workers = await startEtcdFunctions(b, ns, 'etcd-upgrade');
-  });
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
-    expect(refusals(workers)).toEqual([]);
-  });
+  const { etcd } = etcdFunctionsFor(b, 'etcd-upgrade');
 
   it('upgrades every member, the leader last, with a writer that loses nothing', async () => {
     await etcd.apply('up', { size: 3, version: '3.5' });

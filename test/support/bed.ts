@@ -18,6 +18,16 @@ export const bed = () => {
   const info = inject('testbed');
   const kc = new KubeConfig();
   kc.loadFromFile(info.kubeconfig);
+  const kubectlIn = (input: string, ...args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const child = execFile(
+        info.kubectl,
+        args,
+        { env: { ...process.env, KUBECONFIG: info.kubeconfig } },
+        (error, stdout, stderr) => (error ? reject(Object.assign(error, { stderr })) : resolve(stdout)),
+      );
+      child.stdin?.end(input);
+    });
   return {
     info,
     kc,
@@ -28,16 +38,17 @@ export const bed = () => {
     discovery: kc.makeApiClient(DiscoveryV1Api),
     faults: controlClient(info),
     /** kubectl with `input` on stdin. */
-    kubectlIn: (input: string, ...args: string[]) =>
-      new Promise<string>((resolve, reject) => {
-        const child = execFile(
-          info.kubectl,
-          args,
-          { env: { ...process.env, KUBECONFIG: info.kubeconfig } },
-          (error, stdout, stderr) => (error ? reject(Object.assign(error, { stderr })) : resolve(stdout)),
-        );
-        child.stdin?.end(input);
-      }),
+    kubectlIn,
+    /** A Tideway object applied as a user would: kubectl, server-side, the user's field manager. */
+    applyTideway: (kind: string, namespace: string, name: string, spec: Record<string, unknown>) =>
+      kubectlIn(
+        JSON.stringify({ apiVersion: 'tideway.dev/v1alpha1', kind, metadata: { name, namespace }, spec }),
+        'apply',
+        '--server-side',
+        '--field-manager=test-user',
+        '-f',
+        '-',
+      ),
     kubectl: async (...args: string[]) =>
       (
         await promisify(execFile)(info.kubectl, args, {

@@ -72,20 +72,7 @@ export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
   return {
     get,
     /** Server-side apply as a user would, with kubectl. */
-    apply: (name: string, spec: Record<string, unknown>) =>
-      b.kubectlIn(
-        JSON.stringify({
-          apiVersion: 'tideway.dev/v1alpha1',
-          kind: 'RedisCluster',
-          metadata: { name, namespace: ns() },
-          spec,
-        }),
-        'apply',
-        '--server-side',
-        '--field-manager=test-user',
-        '-f',
-        '-',
-      ),
+    apply: (name: string, spec: Record<string, unknown>) => b.applyTideway('RedisCluster', ns(), name, spec),
     pods: async (name: string) =>
       (
         await b.core.listNamespacedPod({

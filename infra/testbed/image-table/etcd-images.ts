@@ -7,7 +7,5 @@ import { ETCD_IMAGES } from '../../../shared/etcdcluster/names.ts';
 
 export { ETCD_IMAGES };
 
-export type EtcdMinor = keyof typeof ETCD_IMAGES;
-
 /** The newest: what an EtcdCluster runs unless it names an image. */
 export const ETCD_DEFAULT_IMAGE = ETCD_IMAGES['3.6'];

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { memberIdFromHex } from '../etcd/ids.ts';
+import type { EndpointStatus } from '../etcd/types.ts';
+import { leaderOf, sameCluster } from './observe.ts';
+
+const status = (leader: string | undefined, raftTerm: number) =>
+  ({ leader, raftTerm }) as unknown as EndpointStatus;
+
+describe('what a run believes it saw', () => {
+  it('takes the leader claimed in the highest term: a cut-off old leader still claims its own', () => {
+    expect(leaderOf([status('1', 4), status('2', 5), status('2', 5)])).toBe('2');
+    // The old leader answers first and alone in its term: the newer claim still wins.
+    expect(leaderOf([status('1', 7), status(undefined, 9), status('3', 8)])).toBe('3');
+    expect(leaderOf([status(undefined, 3)])).toBeUndefined();
+  });
+
+  it('treats an answer from another etcd cluster (other id) as not this cluster’s', () => {
+    const hex = 'b81129619a9cb58b';
+    const same = memberIdFromHex(hex);
+    expect(sameCluster(hex, same)).toBe(true);
+    expect(sameCluster(hex, memberIdFromHex('4c5f00000000beef'))).toBe(false);
+    // Before the cluster formed nothing is recorded: any answer may be its first.
+    expect(sameCluster(undefined, same)).toBe(true);
+  });
+});
