@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { queryBytes } from './fixtures.ts';
-import { answersQuery, upstreamForwarder } from './forward.ts';
+import { answersQuery, localUpstreams, upstreamForwarder } from './forward.ts';
 import { TYPE } from './message.ts';
 
 /** Turns a query into a reply: QR set, the rest as it came (enough to be recognised). */
@@ -100,5 +100,25 @@ describe('forwarding to the upstream resolvers', () => {
       timeoutMs: 1000,
     }).forward(q, 'tcp');
     expect(reply).toEqual(asReply(q));
+  });
+
+  it('forwards only to loopback resolvers: traffic never leaves the machine', () => {
+    const servers = [
+      '10.255.255.53',
+      '127.0.0.53',
+      '169.254.169.253',
+      '::1',
+      '10.244.0.1',
+      '127.0.0.1',
+      '127.0.0.2',
+    ];
+    expect(localUpstreams(servers, '10.244.0.1')).toEqual([
+      { host: '127.0.0.53', port: 53 },
+      { host: '::1', port: 53 },
+      { host: '127.0.0.1', port: 53 },
+    ]);
+    // Never ourselves: a loop would keep every unknown name busy until the timeout.
+    expect(localUpstreams(['127.0.0.1'], '127.0.0.1')).toEqual([]);
+    expect(localUpstreams(['10.255.255.53', 'not-an-ip'], '10.244.0.1')).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { createSocket } from 'node:dgram';
-import { isIPv6, connect as tcpConnect } from 'node:net';
+import { isIPv4, isIPv6, connect as tcpConnect } from 'node:net';
 import { decodeHeader } from './message.ts';
 import { canonical, readName } from './name.ts';
 
@@ -12,6 +12,21 @@ export type Forwarder = {
 };
 
 export type Upstream = { readonly host: string; readonly port: number };
+
+/**
+ * The resolvers names outside the cluster may go to: the node's nameservers on loopback only
+ * (127.0.0.0/8, ::1), at most three as glibc reads them, never `self`. Test-bed traffic stays on
+ * this machine, so a resolver elsewhere (a cloud's 10.x or 169.254.x) is left out and such names
+ * get SERVFAIL, as they would in a cluster without egress.
+ */
+export const localUpstreams = (nameservers: readonly string[], self: string): Upstream[] =>
+  nameservers
+    .filter((ip) => isLoopback(ip) && ip !== self)
+    .slice(0, 3)
+    .map((ip) => ({ host: ip, port: 53 }));
+
+const isLoopback = (ip: string): boolean =>
+  (isIPv4(ip) && ip.startsWith('127.')) || (isIPv6(ip) && (ip === '::1' || ip === '0:0:0:0:0:0:0:1'));
 
 /**
  * Forwards to `upstreams` in order, each bounded by `timeoutMs`, over the transport the client

@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { isIP } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { watchCluster } from './cluster-watch.ts';
 import { ClusterDnsStartError } from './errors.ts';
-import { type Upstream, upstreamForwarder } from './forward.ts';
+import { localUpstreams, type Upstream, upstreamForwarder } from './forward.ts';
 import { clusterDnsHandler } from './handler.ts';
 import { parseResolvConf } from './resolv-conf.ts';
 import { serveDns } from './server.ts';
@@ -14,7 +13,7 @@ export type ClusterDns = {
   readonly port: number;
   /** The cluster domain, `cluster.local`. */
   readonly zone: string;
-  /** The resolvers names outside the cluster domain go to (the node's, from its resolv.conf). */
+  /** The resolvers names outside the cluster domain go to (the node's loopback ones, from its resolv.conf). */
   readonly upstreams: readonly Upstream[];
   stop(): Promise<void>;
 };
@@ -24,8 +23,7 @@ export const CLUSTER_DOMAIN = 'cluster.local';
 /**
  * The test bed's cluster DNS, standing in for CoreDNS: the cluster domain from the API server
  * (Services, EndpointSlices, Namespaces), PTR for cluster addresses, everything else forwarded
- * to the node's own resolvers (at most three, as glibc reads them), each bounded by
- * `forwardTimeoutMs`. Listens on `host`:`port` (UDP and TCP) and nowhere else.
+ * to the node's own resolvers on loopback (`localUpstreams`), each bounded by `forwardTimeoutMs`. Listens on `host`:`port` (UDP and TCP) and nowhere else.
  */
 export const startClusterDns = async (o: {
   kubeconfig: string;
@@ -42,11 +40,7 @@ export const startClusterDns = async (o: {
   const zone = o.zone ?? CLUSTER_DOMAIN;
   const port = o.port ?? 53;
   const host = parseResolvConf(await readFile(o.resolvConf ?? '/etc/resolv.conf', 'utf8').catch(() => ''));
-  // Never ourselves: a loop would keep every unknown name busy until the timeout.
-  const upstreams = host.nameservers
-    .filter((ip) => isIP(ip) !== 0 && ip !== o.host)
-    .slice(0, 3)
-    .map((ip) => ({ host: ip, port: 53 }));
+  const upstreams = localUpstreams(host.nameservers, o.host);
 
   const kc = new KubeConfig();
   kc.loadFromFile(o.kubeconfig);
