@@ -28,7 +28,7 @@ const refuse = async (c: RestoreCommand, api: TidewayApi, ns: string) => {
       throw new CliError(
         `Backup "${name}" in namespace "${ns}" is ${phase ?? 'Pending'}: only a Completed Backup can be restored${phase === 'Failed' ? '' : '; restore it once it has completed'}`,
       );
-  } else if (!pickLatest(await api.listBackups(ns), c.cluster))
+  } else if (!pickLatest(await api.listBackups(ns), { kind: 'RedisCluster', name: c.cluster }))
     throw new CliError(
       `${rdc} has no Completed Backup for --latest (safety backups of restores do not count: restore one with --backup NAME)`,
     );

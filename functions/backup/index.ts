@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import type { RedisCluster } from '../../shared/api/generated.ts';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { ConfigurationError } from '../../shared/backup/errors.ts';
 import {
   BACKUP_FINALIZER,
@@ -7,15 +7,11 @@ import {
   isBackupOutcome,
   type LoadedBackup,
   loadBackup,
-  readCluster,
   setBackupFinalizers,
 } from '../../shared/backup/kube.ts';
-import { backupSources, noSourceReason, type SourcePreference } from '../../shared/backup/sources.ts';
+import type { SourcePreference } from '../../shared/backup/sources.ts';
 import { type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
-import { passwordsOf } from '../../shared/rediscluster/auth.ts';
-import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
-import { probeInstances } from '../../shared/rediscluster/probe.ts';
 import {
   done,
   type HandlerContext,
@@ -38,6 +34,8 @@ import {
   withCondition,
 } from './report.ts';
 import { ClusterBusyError, keysOf, storeSpecOf, takeBackup } from './run.ts';
+import { loadTarget } from './targets/index.ts';
+import type { BackupTarget } from './targets/types.ts';
 
 /** How long a Backup waits for its cluster to have an instance to take a snapshot from. */
 const SOURCE_WAIT_MS = 10 * 60_000;
@@ -56,7 +54,7 @@ const failBackup = async (
   ctx: HandlerContext,
   event: CloudEvent<unknown>,
   f: Failure,
-  rc: RedisCluster | undefined,
+  cluster: BackupTarget['object'] | undefined,
   unfinished?: { resolved: ResolvedStore; key: string },
 ): Promise<Outcome> => {
   let pendingAbort: string | undefined;
@@ -85,7 +83,11 @@ const failBackup = async (
     );
   });
   ctx.log.warn('backup failed', { reason: f.reason, message });
-  await recordEvents(ctx, loaded, rc, { type: 'Warning', reason: 'Failed', note: `${f.reason}: ${message}` });
+  await recordEvents(ctx, loaded, cluster, {
+    type: 'Warning',
+    reason: 'Failed',
+    note: `${f.reason}: ${message}`,
+  });
   await announce(ctx, loaded, event.source, written?.status);
   recordMetrics(ctx, loaded, undefined, 0);
   return pendingAbort ? retryAfter(10_000, 'AbortPending') : done;
@@ -139,8 +141,9 @@ const clusterBusy = async (loaded: LoadedBackup, ctx: HandlerContext, error: Clu
 };
 
 /**
- * backup: takes an RDB snapshot of a RedisCluster over the replication protocol (an in-sync
- * replica unless `source: master`) and streams it, compressed, optionally encrypted and
+ * backup: takes a snapshot of a RedisCluster (an RDB over the replication protocol, from an
+ * in-sync replica unless `source: master`) or of an EtcdCluster (etcd's own snapshot, from a
+ * follower of the current leader unless `source: master`) and streams it, compressed, optionally encrypted and
  * checksummed, into the store; progress in status while it runs, then where it is and what it
  * holds. Bad input fails at once with a reason that names the fix; transient failures are retried
  * up to TIDEWAY_BACKUP_ATTEMPTS attempts, each aborting its upload.
@@ -162,25 +165,26 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return status.pendingAbort ? abortPending(loaded, ctx) : done;
   }
   const generation = backup.metadata.generation;
-  const cluster = backup.spec.cluster.name;
+  const ref = clusterRefOf(backup.spec);
 
   // What only the user can fix fails at once.
-  const rc = await readCluster(ctx.kube, key.namespace, cluster);
-  if (!rc)
+  const target = await loadTarget(ctx.kube, key.namespace, ref);
+  if (!target)
     return failBackup(
       loaded,
       ctx,
       event,
       {
         reason: 'ClusterNotFound',
-        message: `RedisCluster ${cluster} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster.name`,
+        message: `${ref.kind} ${ref.name} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster (name, and kind: EtcdCluster for an etcd cluster)`,
       },
       undefined,
     );
+  const rc = target.object;
   let spec: ReturnType<typeof storeSpecOf>;
   let resolved: ResolvedStore;
   try {
-    spec = storeSpecOf(loaded, rc);
+    spec = storeSpecOf(loaded, target);
     resolved = await resolveStore({
       kube: ctx.kube,
       namespace: key.namespace,
@@ -193,13 +197,11 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   }
 
   // A source to take the snapshot from; waiting for one (a cluster still starting) is no attempt.
-  const passwords = passwordsOf(await readAuth(ctx.kube, rc, false));
   const preference = (backup.spec.source ?? 'prefer-replica') as SourcePreference;
-  const instances = await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), passwords);
-  const sources = backupSources(instances, { source: preference, master: rc.status?.master });
+  const sources = await target.sources(preference);
   const now = ctx.clock();
-  if (sources.length === 0) {
-    const message = `RedisCluster ${cluster} has no instance to take a snapshot from: ${noSourceReason(instances, { source: preference, master: rc.status?.master })}`;
+  if (sources.list.length === 0) {
+    const message = `${ref.kind} ${ref.name} has no instance to take a snapshot from: ${sources.none}`;
     const created = new Date(backup.metadata.creationTimestamp ?? now).getTime();
     if (now.getTime() - created > SOURCE_WAIT_MS)
       return failBackup(loaded, ctx, event, { reason: 'NoSource', message }, rc);
@@ -236,8 +238,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     const t = await takeBackup({
       ctx,
       loaded,
-      rc,
-      passwords,
+      target,
       spec,
       resolved,
       started,

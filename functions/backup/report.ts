@@ -1,5 +1,4 @@
 import { CloudEvent } from 'cloudevents';
-import type { RedisCluster } from '../../shared/api/generated.ts';
 import type { BackupStatus, LoadedBackup } from '../../shared/backup/kube.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -40,12 +39,16 @@ export const withCondition = (
 export const recordEvents = (
   ctx: HandlerContext,
   loaded: LoadedBackup,
-  rc: RedisCluster | undefined,
+  cluster: { apiVersion: string; kind: string; metadata: { name?: string; uid?: string } } | undefined,
   e: { type: 'Normal' | 'Warning'; reason: string; note: string },
 ) =>
   recordWithCluster(
     handlerRecorder(ctx, 'backup'),
-    { regarding: loaded.regarding, cluster: rc && regardingOf(rc, loaded.key.namespace), action: 'Backup' },
+    {
+      regarding: loaded.regarding,
+      cluster: cluster && regardingOf(cluster, loaded.key.namespace),
+      action: 'Backup',
+    },
     e,
   );
 
@@ -123,7 +126,8 @@ export const completedStatus = (
       size: t.size,
       rdbSize: t.rdbSize,
       sha256: t.sha256,
-      redisVersion: t.manifest.redis.version,
+      ...(t.manifest.redis ? { redisVersion: t.manifest.redis.version } : {}),
+      ...(t.manifest.etcd ? { etcdVersion: t.manifest.etcd.version } : {}),
       duration: formatDuration(o.now.getTime() - o.started.getTime()),
       source: t.source.pod,
       progress: { bytes: t.rdbSize, percent: 100 },
@@ -133,7 +137,7 @@ export const completedStatus = (
     'True',
     {
       reason: 'Completed',
-      message: `${t.size} bytes stored at ${t.location} (RDB ${t.rdbSize} bytes, from ${t.source.pod})`,
+      message: `${t.size} bytes stored at ${t.location} (${t.manifest.etcd ? 'etcd snapshot' : 'RDB'} ${t.rdbSize} bytes, from ${t.source.pod})`,
     },
     o.generation,
     o.now,

@@ -1,18 +1,15 @@
-import type { RedisCluster } from '../../shared/api/generated.ts';
 import { ENCRYPTION_FORMAT } from '../../shared/backup/encryption.ts';
 import { ConfigurationError } from '../../shared/backup/errors.ts';
-import { type LoadedBackup, readCluster } from '../../shared/backup/kube.ts';
+import type { LoadedBackup } from '../../shared/backup/kube.ts';
 import { backupKeys, type Manifest } from '../../shared/backup/manifest.ts';
 import { type Stored, storeSnapshot } from '../../shared/backup/pipeline.ts';
-import { backupSources, type SourcePreference } from '../../shared/backup/sources.ts';
+import type { SourcePreference } from '../../shared/backup/sources.ts';
 import type { BackupStoreSpec, ResolvedStore } from '../../shared/backup/store-config.ts';
 import { objectKeyOf } from '../../shared/events/subjects.ts';
-import { openSnapshot, SnapshotError } from '../../shared/redis/snapshot.ts';
-import { listPods } from '../../shared/rediscluster/kube.ts';
-import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
-import { type Instance, probeInstances } from '../../shared/rediscluster/probe.ts';
+import { SnapshotError } from '../../shared/redis/snapshot.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { partSizes } from '../../shared/s3/part-size.ts';
+import type { BackupTarget, OpenedSnapshot, SnapshotSource } from './targets/types.ts';
 
 /** Sources tried in one attempt before it gives up (and the attempt is retried later). */
 const MAX_SOURCES_PER_ATTEMPT = 4;
@@ -21,19 +18,19 @@ const LOCK_WAIT_MS = 30_000;
 const PROGRESS_EVERY_MS = 1000;
 
 export type Taken = Stored & {
-  source: Instance;
+  source: SnapshotSource;
   keys: ReturnType<typeof backupKeys>;
   location: string;
   manifest: Manifest;
 };
 
 /** The store a Backup writes to: its own, or its cluster's default. */
-export const storeSpecOf = (loaded: LoadedBackup, rc: RedisCluster): BackupStoreSpec => {
-  const spec = loaded.backup.spec.store ?? rc.spec.backup?.store;
+export const storeSpecOf = (loaded: LoadedBackup, target: BackupTarget): BackupStoreSpec => {
+  const spec = loaded.backup.spec.store ?? target.defaultStore;
   if (!spec)
     throw new ConfigurationError(
       'NoStore',
-      `no store to write to: set spec.store on this Backup, or spec.backup.store on RedisCluster ${rc.metadata.name}`,
+      `no store to write to: set spec.store on this Backup, or spec.backup.store on ${target.ref.kind} ${target.ref.name}`,
     );
   return spec;
 };
@@ -47,6 +44,7 @@ export const keysOf = (loaded: LoadedBackup, spec: BackupStoreSpec) =>
     uid: loaded.backup.metadata.uid ?? '',
     compression: spec.compression ?? 'zstd',
     encrypted: !!spec.encryption?.secretName,
+    kind: loaded.backup.spec.cluster.kind,
   });
 
 /** The first source could not be chosen: another run (reconcile, health, a restore) holds the cluster. */
@@ -68,26 +66,21 @@ export class ClusterBusyError extends Error {
 export const takeBackup = async (o: {
   ctx: HandlerContext;
   loaded: LoadedBackup;
-  rc: RedisCluster;
-  /** The cluster's passwords; each instance says which one it took (Instance.password). */
-  passwords: readonly string[];
+  target: BackupTarget;
   spec: BackupStoreSpec;
   resolved: ResolvedStore;
   started: Date;
   onStart: () => Promise<void>;
   /** Called when a source starts streaming, and with progress (throttled). */
-  onSource: (source: Instance) => Promise<void>;
+  onSource: (source: SnapshotSource) => Promise<void>;
   onProgress: (bytes: number, total: number | undefined) => Promise<void>;
-  onSourceLost: (source: Instance, error: SnapshotError) => Promise<void>;
+  onSourceLost: (source: SnapshotSource, error: SnapshotError) => Promise<void>;
 }): Promise<Taken> => {
-  const { ctx, loaded, rc, resolved } = o;
+  const { ctx, loaded, target, resolved } = o;
+  const { kind, name } = target.ref;
   const keys = keysOf(loaded, o.spec);
   const preference = (loaded.backup.spec.source ?? 'prefer-replica') as SourcePreference;
-  const clusterKey = objectKeyOf({
-    kind: 'RedisCluster',
-    namespace: loaded.key.namespace,
-    name: rc.metadata.name,
-  });
+  const clusterKey = objectKeyOf({ kind, namespace: loaded.key.namespace, name });
   const maxRate = Number(ctx.env.TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND ?? '') || undefined;
 
   const tried = new Set<string>();
@@ -95,9 +88,7 @@ export const takeBackup = async (o: {
   /** Under the cluster's lock: the next source not tried yet, with its snapshot open. */
   const openNext = () =>
     ctx.withLock(clusterKey, { waitMs: tried.size === 0 ? 0 : LOCK_WAIT_MS }, async () => {
-      const now = (await readCluster(ctx.kube, loaded.key.namespace, rc.metadata.name)) ?? rc;
-      const instances = await probeInstances(now.metadata.name, await listPods(ctx.kube, now), o.passwords);
-      for (const source of backupSources(instances, { source: preference, master: now.status?.master })) {
+      for (const source of (await target.sources(preference)).list) {
         if (tried.has(source.pod) || tried.size >= MAX_SOURCES_PER_ATTEMPT) continue;
         if (tried.size === 0) {
           await o.onStart();
@@ -110,18 +101,14 @@ export const takeBackup = async (o: {
         ctx.fence();
         await o.onSource(source);
         try {
-          const snap = await openSnapshot({
-            host: source.ip ?? '',
-            port: REDIS_PORT,
-            password: o.passwords[source.password ?? 0] ?? '',
-            // The run's, not the lock's: the stream outlives this lock.
-            signal: ctx.signal,
-          });
+          // The run's signal, not the lock's: the stream outlives this lock.
+          const snap: OpenedSnapshot = await target.open(source, ctx.signal);
           return { source, snap };
         } catch (error) {
-          if (!(error instanceof SnapshotError) || ctx.signal.aborted) throw error;
-          lastError = error;
-          await o.onSourceLost(source, error);
+          const lost = target.sourceLost(error);
+          if (!lost || ctx.signal.aborted) throw error;
+          lastError = lost;
+          await o.onSourceLost(source, lost);
         }
       }
       return undefined;
@@ -130,7 +117,7 @@ export const takeBackup = async (o: {
   for (;;) {
     const next = await openNext();
     if (!next) {
-      const message = `RedisCluster ${rc.metadata.name} is busy (a reconcile, a failover or a restore holds its lock)`;
+      const message = `${kind} ${name} is busy (a reconcile, a failover or a restore holds its lock)`;
       if (tried.size === 0) throw new ClusterBusyError(message);
       throw new SnapshotError(
         'ClusterBusy',
@@ -138,17 +125,14 @@ export const takeBackup = async (o: {
       );
     }
     if (!next.value)
-      throw (
-        lastError ??
-        new SnapshotError('NoSource', `no instance of RedisCluster ${rc.metadata.name} can serve a snapshot`)
-      );
+      throw lastError ?? new SnapshotError('NoSource', `no instance of ${kind} ${name} can serve a snapshot`);
     const { source, snap } = next.value;
     let lastWrite = 0;
     let writing: Promise<void> | undefined;
     try {
-      const total = snap.header.size;
+      const total = snap.total;
       const stored = await storeSnapshot({
-        rdb: snap.rdb,
+        rdb: snap.data,
         store: resolved.store,
         key: keys.object,
         compression: resolved.compression,
@@ -179,10 +163,13 @@ export const takeBackup = async (o: {
         },
         cluster: {
           namespace: loaded.key.namespace,
-          name: rc.metadata.name,
-          ...(rc.metadata.uid ? { uid: rc.metadata.uid } : {}),
+          name,
+          ...(target.object.metadata.uid ? { uid: target.object.metadata.uid } : {}),
+          kind,
         },
-        redis: { product: source.product ?? 'redis', version: source.version ?? 'unknown' },
+        ...(kind === 'EtcdCluster'
+          ? { etcd: { version: source.version } }
+          : { redis: { product: source.product, version: source.version } }),
         source: source.pod,
         object: keys.object,
         size: stored.size,
@@ -203,9 +190,10 @@ export const takeBackup = async (o: {
       return { ...stored, source, keys, location: resolved.store.url(keys.object), manifest };
     } catch (error) {
       await writing;
-      if (!(error instanceof SnapshotError) || ctx.signal.aborted) throw error;
-      lastError = error;
-      await o.onSourceLost(source, error);
+      const lost = target.sourceLost(error);
+      if (!lost || ctx.signal.aborted) throw error;
+      lastError = lost;
+      await o.onSourceLost(source, lost);
     }
   }
 };

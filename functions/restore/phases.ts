@@ -116,7 +116,7 @@ export const verifying = async (run: Run): Promise<Outcome> => {
     await recordEvent(run, {
       type: 'Normal',
       reason: 'Verified',
-      note: `${resolved.source.describe}: SHA-256 ${resolved.source.sha256.slice(0, 12)}…, RDB ${resolved.source.rdbSize} bytes (format ${format.version}, from ${resolved.source.redis.product} ${resolved.source.redis.version}) in ${formatDuration(performance.now() - started)}`,
+      note: `${resolved.source.describe}: SHA-256 ${resolved.source.sha256.slice(0, 12)}…, RDB ${resolved.source.rdbSize} bytes (format ${format.version}, from ${resolved.source.redis?.product ?? 'redis'} ${resolved.source.redis?.version ?? 'unknown'}) in ${formatDuration(performance.now() - started)}`,
     });
   } catch (error) {
     if (!(error instanceof LockLostError) && failureOf(error).retry)

@@ -6,7 +6,14 @@ import { describeRef, keyOfLocation, manifestKeyOf, pickLatest, s3KeyOf } from '
 
 const backup = (
   name: string,
-  o: { cluster?: string; phase?: string; completedAt?: string; created?: string; safety?: boolean } = {},
+  o: {
+    cluster?: string;
+    kind?: 'EtcdCluster';
+    phase?: string;
+    completedAt?: string;
+    created?: string;
+    safety?: boolean;
+  } = {},
 ): Backup => ({
   apiVersion: 'tideway.dev/v1alpha1',
   kind: 'Backup',
@@ -15,12 +22,14 @@ const backup = (
     creationTimestamp: o.created ?? '2026-11-20T00:00:00Z',
     ...(o.safety ? { labels: { [SAFETY_LABEL]: 'true' } } : {}),
   },
-  spec: { cluster: { name: o.cluster ?? 'cache' } },
+  spec: { cluster: { name: o.cluster ?? 'cache', ...(o.kind ? { kind: o.kind } : {}) } },
   status: {
     phase: (o.phase ?? 'Completed') as 'Completed',
     ...(o.completedAt ? { completedAt: o.completedAt } : {}),
   },
 });
+
+const cache = { kind: 'RedisCluster', name: 'cache' } as const;
 
 describe('latest: true', () => {
   it('is the newest Completed Backup of the cluster, by completion', () => {
@@ -29,25 +38,26 @@ describe('latest: true', () => {
       backup('new', { completedAt: '2026-11-21T01:00:00Z', created: '2026-11-19T00:00:00Z' }),
       backup('mid', { completedAt: '2026-11-20T12:00:00Z', created: '2026-11-21T00:00:00Z' }),
     ];
-    expect(pickLatest(list, 'cache')?.metadata.name).toBe('new');
+    expect(pickLatest(list, cache)?.metadata.name).toBe('new');
   });
 
   it('skips other clusters, unfinished and failed backups, and safety backups of restores', () => {
     const list = [
       backup('mine', { completedAt: '2026-11-20T01:00:00Z' }),
       backup('other-cluster', { cluster: 'other', completedAt: '2026-11-22T00:00:00Z' }),
+      backup('etcd-namesake', { kind: 'EtcdCluster', completedAt: '2026-11-23T00:00:00Z' }),
       backup('running', { phase: 'Running', completedAt: '2026-11-22T00:00:00Z' }),
       backup('failed', { phase: 'Failed', completedAt: '2026-11-22T00:00:00Z' }),
       backup('r1-safety', { safety: true, completedAt: '2026-11-22T00:00:00Z' }),
     ];
-    expect(pickLatest(list, 'cache')?.metadata.name).toBe('mine');
-    expect(pickLatest(list.slice(1), 'cache')).toBeUndefined();
+    expect(pickLatest(list, cache)?.metadata.name).toBe('mine');
+    expect(pickLatest(list.slice(1), cache)).toBeUndefined();
   });
 
   it('picks the same one every time on equal completion times', () => {
     const at = '2026-11-20T01:00:00Z';
     const a = [backup('a', { completedAt: at }), backup('b', { completedAt: at })];
-    expect(pickLatest(a, 'cache')?.metadata.name).toBe(pickLatest([...a].reverse(), 'cache')?.metadata.name);
+    expect(pickLatest(a, cache)?.metadata.name).toBe(pickLatest([...a].reverse(), cache)?.metadata.name);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import type { Compression } from '../../shared/backup/compression.ts';
 import { type Manifest, zManifest } from '../../shared/backup/manifest.ts';
 import { type BackupStoreSpec, type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
@@ -65,7 +66,7 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
   if (source.s3) return { kind: 's3', key: s3KeyOf(source.s3.store.s3.prefix, source.s3.key) };
   const backup = source.backup
     ? await readBackup(kube, namespace, source.backup.name)
-    : pickLatest(await listBackups(kube, namespace), cluster);
+    : pickLatest(await listBackups(kube, namespace), { kind: 'RedisCluster', name: cluster });
   if (!backup)
     throw new RestoreError(
       source.backup ? 'BackupNotFound' : 'NoCompletedBackup',
@@ -74,8 +75,20 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
         : `RedisCluster ${cluster} has no Completed Backup in namespace ${namespace} (safety backups of restores do not count for latest: restore one by name)`,
       false,
     );
+  checkRedisBackup(backup);
   checkCompleted(backup);
   return { kind: 'backup', name: backup.metadata.name, uid: backup.metadata.uid ?? '' };
+};
+
+/** A Restore loads a RedisCluster: an EtcdCluster's snapshot is refused before anything is read. */
+const checkRedisBackup = (b: Backup) => {
+  const of = clusterRefOf(b.spec);
+  if (of.kind !== 'RedisCluster')
+    throw new RestoreError(
+      'WrongClusterKind',
+      `Backup ${b.metadata.name} is a backup of ${of.kind} ${of.name}: a Restore loads RedisCluster backups only`,
+      false,
+    );
 };
 
 const checkCompleted = (b: Backup) => {
@@ -138,6 +151,7 @@ export const resolveSource = async (
         `Backup ${ref.name} ${b ? 'was deleted and created again' : 'was deleted'} after this restore chose it: create a new Restore`,
         false,
       );
+    checkRedisBackup(b);
     checkCompleted(b);
     const storeOf = async () =>
       b.spec.store ?? (await readCluster(kube, namespace, b.spec.cluster.name))?.spec.backup?.store;
@@ -170,6 +184,12 @@ export const resolveSource = async (
     throw new RestoreError(
       'ManifestMismatch',
       `the manifest of ${plain.store.url(key)} does not describe what Backup ${ref.kind === 'backup' ? ref.name : ''} recorded (SHA-256 ${recorded.sha256}, ${recorded.size} bytes): one of them changed after the backup`,
+      false,
+    );
+  if (!manifest.redis || (manifest.cluster.kind ?? 'RedisCluster') !== 'RedisCluster')
+    throw new RestoreError(
+      'WrongClusterKind',
+      `${plain.store.url(key)} is a backup of ${manifest.cluster.kind ?? 'an unknown kind'} ${manifest.cluster.name}: a Restore loads RedisCluster backups only`,
       false,
     );
   // The user's store may name the key's Secret (another namespace's name); else the manifest's.

@@ -6,6 +6,7 @@ import {
   zBackup,
   zBackupSchedule,
 } from '../../shared/api/generated.ts';
+import { type ClusterRef, clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../shared/kube/errors.ts';
 import { controlledBy } from '../../shared/kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
@@ -107,11 +108,11 @@ export const listScheduleBackups = async (kube: KubeConfig, s: BackupSchedule): 
   });
 };
 
-export const clusterExists = async (kube: KubeConfig, namespace: string, name: string) => {
+export const clusterExists = async (kube: KubeConfig, namespace: string, ref: ClusterRef) => {
   try {
     await kube
       .makeApiClient(CustomObjectsApi)
-      .getNamespacedCustomObject({ ...TIDEWAY_KINDS.RedisCluster, namespace, name });
+      .getNamespacedCustomObject({ ...TIDEWAY_KINDS[ref.kind], namespace, name: ref.name });
     return true;
   } catch (error) {
     if (isNotFound(error)) return false;
@@ -141,7 +142,7 @@ export const desiredBackup = (s: BackupSchedule, at: Date) => ({
       },
     ],
   },
-  spec: { ...(s.spec.template ?? {}), cluster: { name: s.spec.cluster.name } },
+  spec: { ...(s.spec.template ?? {}), cluster: clusterRefOf(s.spec) },
 });
 
 /**

@@ -105,7 +105,7 @@ export const decideRun = (i: RunInput): RunDecision => {
     return {
       kind: 'skip',
       reason: RunReason.clusterNotFound,
-      message: `the run at ${at.toISOString()} was skipped: its RedisCluster does not exist; create it or correct spec.cluster.name`,
+      message: `the run at ${at.toISOString()} was skipped: its cluster does not exist; create it or correct spec.cluster.name (and spec.cluster.kind)`,
       missed: i.missedBefore,
     };
   if (i.active.length > 0 && i.concurrencyPolicy === 'Forbid')

@@ -75,7 +75,7 @@ export const readyCondition = (o: {
       type: 'Ready',
       status: 'False',
       reason: 'ClusterNotFound',
-      message: `RedisCluster ${o.spec.cluster.name} does not exist in namespace ${o.namespace}: runs are skipped until it does; create it or correct spec.cluster.name`,
+      message: `${o.spec.cluster.kind ?? 'RedisCluster'} ${o.spec.cluster.name} does not exist in namespace ${o.namespace}: runs are skipped until it does; create it or correct spec.cluster.name`,
     };
   if (o.next === 'never' || o.next === undefined)
     return {

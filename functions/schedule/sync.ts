@@ -1,3 +1,4 @@
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { selectRetention } from '../../shared/backup/retention.ts';
 import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
 import type { EventRecorder } from '../../shared/kube/events.ts';
@@ -86,7 +87,7 @@ export const sync = async (o: SyncOptions) => {
   const written = await loaded.writeObserved(
     async () => {
       const backups = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
-      const exists = await clusterExists(ctx.kube, namespace, spec.cluster.name);
+      const exists = await clusterExists(ctx.kube, namespace, clusterRefOf(spec));
       const { condition, pruned } = await prune(o, backups);
       return { summary: summarize(backups.filter((b) => !pruned.has(b.name))), exists, retention: condition };
     },

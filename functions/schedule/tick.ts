@@ -1,5 +1,6 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import {
   type Condition,
   type ConditionInput,
@@ -79,7 +80,7 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
     startingDeadlineSeconds: spec.startingDeadlineSeconds ?? 300,
     concurrencyPolicy: spec.concurrencyPolicy ?? 'Forbid',
     nextAfter,
-    clusterExists: await clusterExists(ctx.kube, namespace, spec.cluster.name),
+    clusterExists: await clusterExists(ctx.kube, namespace, clusterRefOf(spec)),
     made: owned.some((b) => b.name === name && !b.deleting),
     active: active.map((b) => b.name),
   });

@@ -1,4 +1,5 @@
 import { zBackup, zRedisCluster, zRestore } from '../../shared/api/generated.ts';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { pickLatest } from '../../shared/backup/latest.ts';
 import { TIDEWAY_GROUP, TIDEWAY_VERSION } from '../../shared/kube/resources.ts';
 import { WebhookError } from './errors.ts';
@@ -129,7 +130,14 @@ export const submit = async (
       const b = intent.source.backup.name;
       const raw = await kube.get('Backup', ns, b);
       if (raw === undefined) throw new WebhookError('BackupNotFound', `no Backup ${b} in namespace ${ns}`);
-      const phase = zBackup.safeParse(raw).data?.status?.phase;
+      const parsed = zBackup.safeParse(raw).data;
+      const of = parsed && clusterRefOf(parsed.spec);
+      if (of && of.kind !== 'RedisCluster')
+        throw new WebhookError(
+          'WrongClusterKind',
+          `Backup ${b} is a backup of ${of.kind} ${of.name}; a restore loads RedisCluster backups only`,
+        );
+      const phase = parsed?.status?.phase;
       if (phase !== 'Completed')
         throw new WebhookError(
           'BackupNotCompleted',
@@ -142,7 +150,7 @@ export const submit = async (
       const b = zBackup.safeParse(raw);
       return b.success ? [b.data] : [];
     });
-    const completed = pickLatest(all, intent.cluster) !== undefined;
+    const completed = pickLatest(all, { kind: 'RedisCluster', name: intent.cluster }) !== undefined;
     if (!completed)
       throw new WebhookError(
         'NoCompletedBackup',

@@ -19,7 +19,12 @@ const WHOLE = new Set([
 ]);
 
 /** Where a BackupStore (one struct) is found; its own fields are read in one place. */
-const STORES = ['Backup.spec.store', 'RedisCluster.spec.backup.store', 'Restore.spec.source.s3.store'];
+const STORES = [
+  'Backup.spec.store',
+  'RedisCluster.spec.backup.store',
+  'EtcdCluster.spec.backup.store',
+  'Restore.spec.source.s3.store',
+];
 
 /** Copied whole into each Backup the schedule makes: its fields are the Backup's, read there. */
 const COPIED = ['BackupSchedule.spec.template'];
@@ -42,11 +47,13 @@ const READERS: Record<string, string> = {
   'BackupStore.encryption.secretName': 'shared/backup/store-config.ts',
 
   'Backup.spec.cluster.name': 'functions/backup/index.ts',
+  'Backup.spec.cluster.kind': 'shared/backup/cluster-ref.ts',
   'Backup.spec.store': 'functions/backup/run.ts',
   'Backup.spec.source': 'functions/backup/run.ts',
   'Backup.spec.deletionPolicy': 'functions/backup/finalize.ts',
 
   'BackupSchedule.spec.cluster.name': 'functions/schedule/run.ts',
+  'BackupSchedule.spec.cluster.kind': 'shared/backup/cluster-ref.ts',
   'BackupSchedule.spec.schedule': 'functions/schedule/clock.ts',
   'BackupSchedule.spec.timeZone': 'functions/schedule/clock.ts',
   'BackupSchedule.spec.suspend': 'functions/schedule/tick.ts',
@@ -70,7 +77,9 @@ const READERS: Record<string, string> = {
   'RedisCluster.spec.config': 'shared/rediscluster/desired.ts',
   'RedisCluster.spec.failover.enabled': 'shared/rediscluster/health.ts',
   'RedisCluster.spec.failover.after': 'shared/rediscluster/health.ts',
-  'RedisCluster.spec.backup.store': 'functions/backup/run.ts',
+  'RedisCluster.spec.backup.store': 'functions/backup/targets/redis.ts',
+  'EtcdCluster.spec.backup.store': 'functions/backup/targets/etcd.ts',
+  'EtcdCluster.spec.bootstrap.fromBackup.name': 'functions/etcd-reconcile/from-backup.ts',
   'RedisCluster.spec.backup.maxBackupAge': 'shared/rediscluster/freshness.ts',
   'RedisCluster.spec.bootstrap.fromBackup.name': 'shared/rediscluster/bootstrap.ts',
   'RedisCluster.spec.podTemplate.labels': 'shared/rediscluster/desired.ts',
@@ -86,6 +95,7 @@ const READERS: Record<string, string> = {
   'EtcdCluster.spec.storage.size': 'shared/etcdcluster/desired.ts',
   'EtcdCluster.spec.storage.storageClassName': 'shared/etcdcluster/desired.ts',
   'EtcdCluster.spec.resources': 'shared/etcdcluster/desired.ts',
+  'EtcdCluster.spec.defragmentation.every': 'functions/etcd-reconcile/defragment.ts',
 
   'Restore.spec.cluster.name': 'functions/restore/index.ts',
   'Restore.spec.source.backup.name': 'functions/restore/source.ts',

@@ -19,6 +19,7 @@ export const BackupResource = { group: "tideway.dev", version: "v1alpha1", plura
 export const zBackupSpec = z.looseObject({
   cluster: z.looseObject({
     name: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+    kind: z.enum(["RedisCluster","EtcdCluster"]).optional(),
   }),
   store: z.looseObject({
     s3: z.looseObject({
@@ -50,6 +51,7 @@ export const zBackupStatus = z.looseObject({
   rdbSize: z.number().int().optional(),
   sha256: z.string().max(64).optional(),
   redisVersion: z.string().max(64).optional(),
+  etcdVersion: z.string().max(64).optional(),
   duration: z.string().max(32).optional(),
   source: z.string().max(253).optional(),
   attempts: z.number().int().min(0).optional(),
@@ -103,6 +105,7 @@ export const BackupScheduleResource = { group: "tideway.dev", version: "v1alpha1
 export const zBackupScheduleSpec = z.looseObject({
   cluster: z.looseObject({
     name: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+    kind: z.enum(["RedisCluster","EtcdCluster"]).optional(),
   }),
   schedule: z.string().max(128),
   timeZone: z.string().max(64).regex(new RegExp("^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$")).optional(),
@@ -179,8 +182,42 @@ export const zEtcdClusterSpec = z.looseObject({
     limits: z.record(z.string(), z.union([z.number().int(), z.string()])).optional(),
     requests: z.record(z.string(), z.union([z.number().int(), z.string()])).optional(),
   }).optional(),
+  defragmentation: z.looseObject({
+    every: z.string().max(8),
+  }).optional(),
+  bootstrap: z.looseObject({
+    fromBackup: z.looseObject({
+      name: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+    }).optional(),
+  }).optional(),
+  backup: z.looseObject({
+    store: z.looseObject({
+      s3: z.looseObject({
+        bucket: z.string().min(3).max(63).regex(new RegExp("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")),
+        prefix: z.string().max(512).optional(),
+        region: z.string().max(64).optional(),
+        endpoint: z.string().max(512).optional(),
+        forcePathStyle: z.boolean().optional(),
+        credentialsSecret: z.looseObject({
+          name: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+        }),
+        serverSideEncryption: z.enum(["","AES256","aws:kms"]).optional(),
+      }),
+      compression: z.enum(["zstd","gzip","none"]).optional(),
+      encryption: z.looseObject({
+        secretName: z.string().max(253).optional(),
+      }).optional(),
+    }).optional(),
+  }).optional(),
 });
 export const zEtcdClusterStatus = z.looseObject({
+  bootstrap: z.looseObject({
+    backup: z.string().max(253).optional(),
+    location: z.string().max(2048).optional(),
+    reason: z.string().max(128).optional(),
+    message: z.string().max(4096).optional(),
+    completedAt: z.string().optional(),
+  }).optional(),
   observedGeneration: z.number().int().optional(),
   phase: z.enum(["Pending","Creating","Ready","Degraded","Failed","Deleting"]).optional(),
   leader: z.string().max(253).optional(),
@@ -189,6 +226,7 @@ export const zEtcdClusterStatus = z.looseObject({
   ready: z.string().max(16).optional(),
   version: z.string().max(64).optional(),
   clusterID: z.string().max(32).optional(),
+  lastDefragmentation: z.string().optional(),
   members: z.array(z.looseObject({
     name: z.string().max(253).optional(),
     id: z.string().max(32).optional(),
@@ -196,7 +234,11 @@ export const zEtcdClusterStatus = z.looseObject({
     healthy: z.boolean().optional(),
     version: z.string().max(64).optional(),
     raftIndex: z.number().int().optional(),
+    lag: z.number().int().min(0).optional(),
+    laggingSince: z.string().optional(),
     dbSize: z.number().int().optional(),
+    dbSizeInUse: z.number().int().optional(),
+    lastDefragmentation: z.string().optional(),
   })).max(16).optional(),
   conditions: z.array(z.looseObject({
     type: z.string().max(64),

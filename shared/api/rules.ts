@@ -11,6 +11,7 @@ import { BACKUPSCHEDULE_CEL } from './schedule.ts';
 export const CEL_BLOCKS: Readonly<Record<string, CelBlocks>> = {
   'backup.yaml': { store: BACKUP_STORE_SCHEMA },
   'backupschedule.yaml': { ...BACKUPSCHEDULE_CEL, store: BACKUP_STORE_SCHEMA },
+  'etcdcluster.yaml': { store: BACKUP_STORE_SCHEMA },
   'rediscluster.yaml': { ...REDISCLUSTER_CEL, store: BACKUP_STORE_SCHEMA },
   'restore.yaml': { store: BACKUP_STORE_SCHEMA },
 };

@@ -1,4 +1,5 @@
 import type { Backup } from '../api/generated.ts';
+import { type ClusterRef, isBackupOf } from './cluster-ref.ts';
 
 /** On a safety backup a restore took: `kubectl get backups -l tideway.dev/safety-backup=true`. */
 export const SAFETY_LABEL = 'tideway.dev/safety-backup';
@@ -13,9 +14,9 @@ const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
  * count: restoring "the latest backup" after a restore must not silently undo that restore. The
  * restore function and the webhook (which refuses a request it could not serve) both use this.
  */
-export const pickLatest = (backups: readonly Backup[], cluster: string): Backup | undefined =>
+export const pickLatest = (backups: readonly Backup[], cluster: ClusterRef): Backup | undefined =>
   backups
-    .filter((b) => b.spec.cluster.name === cluster && b.status?.phase === 'Completed' && !isSafetyBackup(b))
+    .filter((b) => isBackupOf(b, cluster) && b.status?.phase === 'Completed' && !isSafetyBackup(b))
     .sort(
       (a, b) =>
         time(b.status?.completedAt) - time(a.status?.completedAt) ||

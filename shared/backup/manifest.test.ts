@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backupKeys } from './manifest.ts';
+import { backupKeys, clusterPrefix } from './manifest.ts';
 
 describe('backupKeys', () => {
   const keys = (backup: string, uid: string) =>
@@ -20,5 +20,24 @@ describe('backupKeys', () => {
       manifest: 'p/ns/cache/nightly-aaaaaaaa.manifest.json',
     });
     expect(keys('nightly', 'bbbbbbbb-2').object).not.toBe(keys('nightly', 'aaaaaaaa-1').object);
+  });
+
+  it('keeps an EtcdCluster’s snapshots in a folder of their own, so a RedisCluster namesake’s prefix never holds them', () => {
+    const etcd = backupKeys({
+      prefix: 'p',
+      namespace: 'ns',
+      cluster: 'cache',
+      backup: 'nightly',
+      uid: 'cccccccc-3',
+      compression: 'gzip',
+      encrypted: false,
+      kind: 'EtcdCluster',
+    });
+    expect(etcd).toEqual({
+      object: 'p/ns/_etcd/cache/nightly-cccccccc.db.gz',
+      manifest: 'p/ns/_etcd/cache/nightly-cccccccc.manifest.json',
+    });
+    expect(etcd.object.startsWith(clusterPrefix('p', 'ns', 'cache'))).toBe(false);
+    expect(etcd.object.startsWith(clusterPrefix('p', 'ns', 'cache', 'EtcdCluster'))).toBe(true);
   });
 });

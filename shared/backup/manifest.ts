@@ -6,12 +6,21 @@ import { ENCRYPTION_FORMAT } from './encryption.ts';
 export const zManifest = z.object({
   format: z.literal('tideway.dev/backup-manifest/v1'),
   backup: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
-  cluster: z.object({ namespace: z.string(), name: z.string(), uid: z.string().optional() }),
-  redis: z.object({ product: z.string(), version: z.string() }),
+  cluster: z.object({
+    namespace: z.string(),
+    name: z.string(),
+    uid: z.string().optional(),
+    /** Absent in manifests written before EtcdCluster: RedisCluster. */
+    kind: z.enum(['RedisCluster', 'EtcdCluster']).optional(),
+  }),
+  /** The server of a RedisCluster's RDB snapshot. */
+  redis: z.object({ product: z.string(), version: z.string() }).optional(),
+  /** The server of an EtcdCluster's snapshot (a bbolt database file, its SHA-256 appended by etcd). */
+  etcd: z.object({ version: z.string() }).optional(),
   /** The instance the snapshot came from. */
   source: z.string(),
   object: z.string(),
-  /** Bytes stored, and bytes of the RDB inside. */
+  /** Bytes stored, and bytes of the snapshot (RDB or etcd database) inside. */
   size: z.number().int().nonnegative(),
   rdbSize: z.number().int().nonnegative(),
   /** SHA-256 of the stored bytes. */
@@ -27,9 +36,13 @@ export type Manifest = z.infer<typeof zManifest>;
 /** A key prefix with the separator it needs ('' stays ''). */
 const dir = (prefix: string) => (prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`);
 
-/** Where a cluster's backups live in a store: everything under it belongs to this one cluster. */
-export const clusterPrefix = (prefix: string, namespace: string, cluster: string) =>
-  `${dir(prefix)}${namespace}/${cluster}/`;
+/**
+ * Where a cluster's backups live in a store: everything under it belongs to this one cluster.
+ * RedisClusters keep the layout they always had; another kind's clusters live under `_<engine>/`
+ * (no object name has a `_`), so namesakes of two kinds never share a folder.
+ */
+export const clusterPrefix = (prefix: string, namespace: string, cluster: string, kind?: 'EtcdCluster') =>
+  `${dir(prefix)}${namespace}/${kind === 'EtcdCluster' ? '_etcd/' : ''}${cluster}/`;
 
 /**
  * A backup's object and manifest keys: one Backup object (by uid) always writes the same key, so a
@@ -43,10 +56,13 @@ export const backupKeys = (o: {
   uid: string;
   compression: Compression;
   encrypted: boolean;
+  /** An EtcdCluster's snapshot is a `.db` in its own folder; a RedisCluster's an `.rdb`. */
+  kind?: 'RedisCluster' | 'EtcdCluster';
 }) => {
-  const base = `${clusterPrefix(o.prefix, o.namespace, o.cluster)}${o.backup}-${o.uid.slice(0, 8)}`;
+  const etcd = o.kind === 'EtcdCluster' ? 'EtcdCluster' : undefined;
+  const base = `${clusterPrefix(o.prefix, o.namespace, o.cluster, etcd)}${o.backup}-${o.uid.slice(0, 8)}`;
   return {
-    object: `${base}.rdb${compressionSuffix(o.compression)}${o.encrypted ? '.enc' : ''}`,
+    object: `${base}.${etcd ? 'db' : 'rdb'}${compressionSuffix(o.compression)}${o.encrypted ? '.enc' : ''}`,
     manifest: `${base}.manifest.json`,
   };
 };

@@ -37,17 +37,30 @@ const readSecret = async (kube: KubeConfig, namespace: string, name: string) => 
  * malformed is a ConfigurationError that names the Secret and the fix; no secret value ever
  * appears in a message.
  */
-export const resolveStore = async (o: {
+export const resolveStore = (o: {
   kube: KubeConfig;
   namespace: string;
   spec: BackupStoreSpec;
   /** Deleting and aborting need no encryption key: a lost key must not keep objects forever. */
   withoutKey?: boolean;
   onAbortFailed?: (key: string, error: unknown) => void;
+}): Promise<ResolvedStore> =>
+  resolveStoreWith({ ...o, readSecret: (name) => readSecret(o.kube, o.namespace, name) });
+
+/**
+ * The same from Secrets read another way: a pod that mounts them as files (an etcd member's
+ * restore step) has no API access. `readSecret` gives a Secret's data, undefined when it is absent.
+ */
+export const resolveStoreWith = async (o: {
+  namespace: string;
+  spec: BackupStoreSpec;
+  readSecret: (name: string) => Promise<Record<string, Buffer> | undefined>;
+  withoutKey?: boolean;
+  onAbortFailed?: (key: string, error: unknown) => void;
 }): Promise<ResolvedStore> => {
   const { s3 } = o.spec;
   const credsName = s3.credentialsSecret.name;
-  const creds = await readSecret(o.kube, o.namespace, credsName);
+  const creds = await o.readSecret(credsName);
   if (!creds)
     throw new ConfigurationError(
       'CredentialsSecretNotFound',
@@ -63,7 +76,7 @@ export const resolveStore = async (o: {
   let encryption: ResolvedStore['encryption'];
   const encName = o.spec.encryption?.secretName ?? '';
   if (encName && !o.withoutKey) {
-    const enc = await readSecret(o.kube, o.namespace, encName);
+    const enc = await o.readSecret(encName);
     if (!enc)
       throw new ConfigurationError(
         'EncryptionSecretNotFound',

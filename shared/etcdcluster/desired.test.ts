@@ -52,4 +52,61 @@ describe('an EtcdCluster’s objects', () => {
     expect(imageOf(c({ version: '3.5' }))).toMatch(/^gcr\.io\/etcd-development\/etcd:v3\.5\.\d+$/);
     expect(imageOf(c({ image: 'mirror.local/etcd:v3.6.16' }))).toBe('mirror.local/etcd:v3.6.16');
   });
+
+  it('starts the first member of a cluster made from a backup from its snapshot, as a one-member cluster of its own token', () => {
+    const source = {
+      backup: 'b1',
+      store: { s3: { bucket: 'bk', credentialsSecret: { name: 's3-creds' } } },
+      key: 'ns/_etcd/old/b1-1.db.zst.enc',
+      sha256: 'a'.repeat(64),
+      size: 10,
+      dbSize: 20,
+      compression: 'zstd' as const,
+      encryptionSecret: 'backup-key',
+    };
+    const pod = podFor(
+      c(),
+      'main-etcd-0',
+      { state: 'new', initialCluster: ['main-etcd-0'] },
+      {
+        source,
+        tidewayImage: 'localhost/tideway:1',
+      },
+    );
+    const [fetch, restore] = pod.spec?.initContainers ?? [];
+    expect(fetch).toMatchObject({ name: 'fetch-backup', image: 'localhost/tideway:1' });
+    expect(JSON.parse(fetch?.env?.find((e) => e.name === 'TIDEWAY_RESTORE_SOURCE')?.value ?? '')).toEqual(
+      source,
+    );
+    // Each Secret mounted once, where the step reads it; nothing of theirs in the spec.
+    expect(fetch?.volumeMounts?.map((m) => m.mountPath)).toEqual([
+      '/restore',
+      '/etc/tideway/secrets/s3-creds',
+      '/etc/tideway/secrets/backup-key',
+    ]);
+    expect(restore?.image).toBe(imageOf(c()));
+    expect(restore?.args).toEqual([
+      'snapshot',
+      'restore',
+      '/restore/snapshot.db',
+      '--data-dir=/var/run/etcd/data',
+      '--name=main-etcd-0',
+      '--initial-cluster=main-etcd-0=http://main-etcd-0.main-etcd-peers.prod.svc:2380',
+      '--initial-cluster-token=main-u-1',
+      '--initial-advertise-peer-urls=http://main-etcd-0.main-etcd-peers.prod.svc:2380',
+    ]);
+    // etcd then starts on what etcdutl wrote, with the same name and token.
+    expect(pod.spec?.containers[0]?.args).toContain('--data-dir=/var/run/etcd/data');
+    expect(pod.spec?.containers[0]?.args).toContain('--initial-cluster-token=main-u-1');
+    expect(pod.spec?.volumes?.map((v) => v.name)).toEqual([
+      'data',
+      'restore',
+      'restore-secret-0',
+      'restore-secret-1',
+    ]);
+    // Every other pod has no such steps.
+    expect(
+      podFor(c(), 'main-etcd-1', { state: 'existing', initialCluster: [] }).spec?.initContainers,
+    ).toBeUndefined();
+  });
 });

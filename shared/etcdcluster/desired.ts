@@ -17,6 +17,7 @@ import {
   quorumOf,
   selectorLabels,
 } from './names.ts';
+import type { RestoreSource } from './restore/source.ts';
 
 const DATA_MOUNT = '/var/run/etcd';
 
@@ -117,12 +118,86 @@ export type Join = {
   initialCluster: readonly string[];
 };
 
+/** How the first member of a cluster made from a backup gets its data: the snapshot, Tideway's image. */
+export type RestoreFrom = { source: RestoreSource; tidewayImage: string };
+
+/** The init containers that fetch and restore it, and what they read. */
+export const RESTORE_STEPS = { fetch: 'fetch-backup', restore: 'restore-snapshot' } as const;
+const RESTORE_DIR = '/restore';
+const SECRETS_DIR = '/etc/tideway/secrets';
+
+/**
+ * The first member's data from a backup, before etcd starts: Tideway's image fetches the object
+ * into an emptyDir, checked (SHA-256 of the record, authenticated decryption, etcd's own hash:
+ * shared/etcdcluster/restore/), with the store's Secrets mounted as files; then etcd's image runs
+ * `etcdutl snapshot restore` into the member's volume as a one-member cluster of this very name
+ * and token. The others join it as learners, one at a time, as in a scale-up.
+ */
+const restoreSteps = (c: Owner, member: string, r: RestoreFrom) => {
+  const n = namesOf(c);
+  const { source } = r;
+  const secrets = [source.store.s3.credentialsSecret.name, source.encryptionSecret].filter(
+    (x, i, all) => x && all.indexOf(x) === i,
+  );
+  const secretVolume = (i: number) => `restore-secret-${i}`;
+  return {
+    initContainers: [
+      {
+        name: RESTORE_STEPS.fetch,
+        image: r.tidewayImage,
+        command: ['node', '/app/shared/etcdcluster/restore/main.ts'],
+        env: [
+          { name: 'TIDEWAY_RESTORE_SOURCE', value: JSON.stringify(source) },
+          { name: 'TIDEWAY_RESTORE_OUT', value: `${RESTORE_DIR}/snapshot.db` },
+          { name: 'TIDEWAY_SECRETS_DIR', value: SECRETS_DIR },
+          { name: 'TIDEWAY_NAMESPACE', value: n.namespace },
+        ],
+        volumeMounts: [
+          { name: 'restore', mountPath: RESTORE_DIR },
+          ...secrets.map((s, i) => ({
+            name: secretVolume(i),
+            mountPath: `${SECRETS_DIR}/${s}`,
+            readOnly: true,
+          })),
+        ],
+      },
+      {
+        name: RESTORE_STEPS.restore,
+        image: imageOf(c),
+        command: ['/usr/local/bin/etcdutl'],
+        args: [
+          'snapshot',
+          'restore',
+          `${RESTORE_DIR}/snapshot.db`,
+          `--data-dir=${DATA_MOUNT}/data`,
+          `--name=${member}`,
+          `--initial-cluster=${member}=${n.peerURL(member)}`,
+          `--initial-cluster-token=${clusterToken(c)}`,
+          `--initial-advertise-peer-urls=${n.peerURL(member)}`,
+        ],
+        volumeMounts: [
+          { name: 'data', mountPath: DATA_MOUNT },
+          { name: 'restore', mountPath: RESTORE_DIR, readOnly: true },
+        ],
+      },
+    ],
+    volumes: [
+      { name: 'restore', emptyDir: {} },
+      ...secrets.map((s, i) => ({ name: secretVolume(i), secret: { secretName: s } })),
+    ],
+  };
+};
+
+const clusterToken = (c: Owner) => `${namesOf(c).name}-${c.metadata.uid ?? ''}`;
+
 /**
  * A member's pod, on its own volume. Its flags only matter the first time it starts: with data
- * in its volume, etcd starts from that and ignores --initial-cluster*.
+ * in its volume, etcd starts from that and ignores --initial-cluster*. `restore`: the first member
+ * of a cluster made from a backup starts from its snapshot.
  */
-export const podFor = (c: Owner, member: string, join: Join): V1Pod => {
+export const podFor = (c: Owner, member: string, join: Join, restore?: RestoreFrom): V1Pod => {
   const n = namesOf(c);
+  const steps = restore ? restoreSteps(c, member, restore) : undefined;
   const args = [
     `--name=${member}`,
     `--data-dir=${DATA_MOUNT}/data`,
@@ -133,7 +208,7 @@ export const podFor = (c: Owner, member: string, join: Join): V1Pod => {
     `--initial-advertise-peer-urls=${n.peerURL(member)}`,
     `--initial-cluster=${join.initialCluster.map((m) => `${m}=${n.peerURL(m)}`).join(',')}`,
     `--initial-cluster-state=${join.state}`,
-    `--initial-cluster-token=${n.name}-${c.metadata.uid ?? ''}`,
+    `--initial-cluster-token=${clusterToken(c)}`,
   ];
   return {
     apiVersion: 'v1',
@@ -146,6 +221,7 @@ export const podFor = (c: Owner, member: string, join: Join): V1Pod => {
       hostname: member,
       subdomain: n.peerService,
       restartPolicy: 'Always',
+      ...(steps ? { initContainers: steps.initContainers } : {}),
       containers: [
         {
           name: 'etcd',
@@ -168,7 +244,10 @@ export const podFor = (c: Owner, member: string, join: Join): V1Pod => {
           volumeMounts: [{ name: 'data', mountPath: DATA_MOUNT }],
         },
       ],
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: n.pvc(member) } }],
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: n.pvc(member) } },
+        ...(steps?.volumes ?? []),
+      ],
     },
   };
 };

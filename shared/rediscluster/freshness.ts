@@ -1,15 +1,17 @@
 import { parseDuration } from '../api/duration.ts';
 import type { Backup, RedisCluster } from '../api/generated.ts';
+import { isBackupOf } from '../backup/cluster-ref.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
 
 type LastBackup = { name: string; completedAt: string };
 
-/** The newest Completed Backup of the cluster, by completion time. */
+/** The newest Completed Backup of the RedisCluster, by completion time (an EtcdCluster namesake's do not count). */
 export const lastBackupOf = (clusterName: string, backups: readonly Backup[]): LastBackup | undefined => {
   let last: LastBackup | undefined;
   for (const b of backups) {
     const at = b.status?.completedAt;
-    if (b.spec.cluster.name !== clusterName || b.status?.phase !== 'Completed' || !at) continue;
+    if (!isBackupOf(b, { kind: 'RedisCluster', name: clusterName }) || b.status?.phase !== 'Completed' || !at)
+      continue;
     if (!last || Date.parse(at) > Date.parse(last.completedAt))
       last = { name: b.metadata.name ?? '', completedAt: at };
   }

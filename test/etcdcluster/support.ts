@@ -94,10 +94,15 @@ export const etcdctlJob = (b: ReturnType<typeof bed>, ns: string, job: string, a
 
 /**
  * The usual e2e set-up, as hooks of the calling describe: Tideway's CRDs, a namespace of its own,
- * the watcher and two etcd-reconcile replicas for it, their logs on a failure; afterwards the
+ * the watcher and two etcd-reconcile replicas for it (and `more`), their logs on a failure; afterwards the
  * functions stop, the namespace goes, and none of them was refused anything (least privilege).
  */
-export const etcdFunctionsFor = (b: ReturnType<typeof bed>, prefix: string) => {
+export const etcdFunctionsFor = (
+  b: ReturnType<typeof bed>,
+  prefix: string,
+  /** More functions for the namespace (e.g. two backup replicas), each with its environment. */
+  more: readonly { fn: string; env?: Record<string, string> }[] = [],
+) => {
   let ns = '';
   let workers: Worker[] = [];
   logsOnFailure(() => workers);
@@ -105,6 +110,7 @@ export const etcdFunctionsFor = (b: ReturnType<typeof bed>, prefix: string) => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, prefix);
     workers = await startEtcdFunctions(b, ns, prefix);
+    for (const m of more) workers.push(await startFunction(b, ns, prefix, m.fn, m.env ?? {}));
   });
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));

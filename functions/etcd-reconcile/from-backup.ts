@@ -1,0 +1,44 @@
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { type EtcdCluster, zBackup } from '../../shared/api/generated.ts';
+import type { RestoreFrom } from '../../shared/etcdcluster/desired.ts';
+import {
+  isSourceProblem,
+  restoreSourceOf,
+  type SourceProblem,
+} from '../../shared/etcdcluster/restore/source.ts';
+import { isNotFound } from '../../shared/kube/errors.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+
+/**
+ * What a cluster made from a backup starts from, read before it forms: the Backup's record checked
+ * (restoreSourceOf) and Tideway's own image for the fetch step; or the problem, for the cluster's
+ * conditions. Undefined for a cluster that is not made from a backup, or formed already (its data
+ * is never loaded again).
+ */
+export const fromBackupOf = async (
+  c: EtcdCluster,
+  ctx: HandlerContext,
+): Promise<RestoreFrom | SourceProblem | undefined> => {
+  const name = c.spec.bootstrap?.fromBackup?.name;
+  if (!name || c.status?.clusterID || c.status?.bootstrap?.completedAt) return undefined;
+  let raw: unknown;
+  try {
+    raw = await ctx.kube
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ ...TIDEWAY_KINDS.Backup, namespace: c.metadata.namespace ?? '', name });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  const source = restoreSourceOf(c, name, raw === undefined ? undefined : zBackup.safeParse(raw).data);
+  if (isSourceProblem(source)) return source;
+  const tidewayImage = ctx.env.TIDEWAY_IMAGE ?? '';
+  if (!tidewayImage)
+    return {
+      reason: 'RestoreUnavailable',
+      message:
+        'etcd-reconcile does not know Tideway’s image (TIDEWAY_IMAGE), which fetches the backup into the first member: set it (the Helm chart does)',
+      retry: false,
+    };
+  return { source, tidewayImage };
+};

@@ -1,0 +1,47 @@
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { restoreFailureOf } from './progress.ts';
+
+const pod = (...statuses: Partial<V1ContainerStatus>[]): V1Pod => ({
+  status: {
+    initContainerStatuses: statuses.map(
+      (s) => ({ image: '', imageID: '', ready: false, restartCount: 0, ...s }) as V1ContainerStatus,
+    ),
+  },
+});
+
+describe('why a cluster’s first member does not start from its backup', () => {
+  it('says what the fetch step said, while it restarts after failing', () => {
+    const p = pod({
+      name: 'fetch-backup',
+      state: { waiting: { reason: 'CrashLoopBackOff' } },
+      lastState: { terminated: { exitCode: 1, message: 'ChecksumMismatch: s3://bk/x has SHA-256 …' } },
+    });
+    expect(restoreFailureOf(p)).toEqual({
+      step: 'fetch-backup',
+      message: 'ChecksumMismatch: s3://bk/x has SHA-256 …',
+    });
+  });
+
+  it('names a step that cannot start (a Secret that is not there)', () => {
+    const p = pod({
+      name: 'fetch-backup',
+      state: { waiting: { reason: 'CreateContainerConfigError', message: 'secret "s3-creds" not found' } },
+    });
+    expect(restoreFailureOf(p)?.message).toBe('CreateContainerConfigError: secret "s3-creds" not found');
+  });
+
+  it('looks at etcdutl once the fetch succeeded; nothing while the steps run or after they succeeded', () => {
+    const fetched = { name: 'fetch-backup', state: { terminated: { exitCode: 0 } } };
+    expect(
+      restoreFailureOf(
+        pod(fetched, { name: 'restore-snapshot', state: { terminated: { exitCode: 2, reason: 'Error' } } }),
+      ),
+    ).toEqual({ step: 'restore-snapshot', message: 'exited with code 2 (Error)' });
+    expect(restoreFailureOf(pod({ name: 'fetch-backup', state: { running: {} } }))).toBeUndefined();
+    expect(
+      restoreFailureOf(pod(fetched, { name: 'restore-snapshot', state: { terminated: { exitCode: 0 } } })),
+    ).toBeUndefined();
+    expect(restoreFailureOf(undefined)).toBeUndefined();
+  });
+});
