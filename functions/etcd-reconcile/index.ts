@@ -12,12 +12,16 @@ import { createIfAbsent, deleteExactly } from '../../shared/etcdcluster/kube.ts'
 import { FIELD_MANAGER, namesOf, OWNER_UID } from '../../shared/etcdcluster/names.ts';
 import { observe, type Seen } from '../../shared/etcdcluster/observe.ts';
 import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
-import { healthOf, statusFrom } from '../../shared/etcdcluster/status.ts';
+import { requeueAfterMs } from '../../shared/etcdcluster/requeue.ts';
+import { healthOf, lagsOf, statusFrom } from '../../shared/etcdcluster/status.ts';
+import { EventType } from '../../shared/events/types.ts';
 import { applyOwnedObjects } from '../../shared/kube/apply-owned.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
+import { controlledBy } from '../../shared/kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { type Defragmented, defragmentNext, withDefragmented } from './defragment.ts';
 
 type Status = NonNullable<EtcdCluster['status']>;
 
@@ -76,6 +80,8 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   let seen: Seen | undefined;
   let step: Step = { kind: 'converged' };
   let client: EtcdClient | undefined;
+  let previous: Step | undefined;
+  let defragmented: Defragmented | undefined;
   try {
     for (let i = 0; i < MAX_STEPS; i++) {
       client?.close();
@@ -90,13 +96,25 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       }
       step = planStep(o.observed);
       if (step.kind === 'wait' || step.kind === 'converged') break;
+      // The same step again right after doing it: it changed nothing (an outside object in the way,
+      // an answer not yet visible). Waiting beats repeating it at the step pace.
+      if (previous && sameStep(previous, step)) {
+        step = {
+          kind: 'wait',
+          reason: 'NoProgress',
+          message: `${describeStep(step)} changed nothing; trying again later`,
+        };
+        break;
+      }
+      previous = step;
       ctx.fence();
       const note = await act(step, { cluster, client, ctx, core, writeStatus });
       if (note) {
         ctx.log.info(note.message, { step: step.kind });
         await recorder.record({
           regarding,
-          type: 'Normal',
+          // A conflict waits for a person: say it as a warning.
+          type: note.reason.endsWith('Conflict') ? 'Warning' : 'Normal',
           reason: note.reason,
           action: step.kind,
           note: note.message,
@@ -106,6 +124,19 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         step = { kind: 'wait', reason: note.reason, message: note.message };
         break;
       }
+    }
+    // Maintenance only in a run that found the cluster as specified and changed nothing.
+    if (seen && client && step.kind === 'converged' && !previous) {
+      const { lagging } = lagsOf(seen, cluster.status?.members, ctx.clock());
+      defragmented = await defragmentNext({
+        cluster,
+        seen,
+        client,
+        ready: healthOf(seen, lagging).status === 'True',
+        ctx,
+        recorder,
+        regarding,
+      });
     }
   } finally {
     client?.close();
@@ -125,20 +156,32 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
               reason: final.kind === 'wait' ? final.reason : 'Reconciling',
               message: final.kind === 'wait' ? final.message : `next: ${final.kind}`,
             };
-      let next = statusFrom(cluster, s, view, final);
+      const lags = lagsOf(view, s.members, ctx.clock());
+      let next = withDefragmented(statusFrom(cluster, s, view, final, lags.members), defragmented);
       for (const cond of [
         { type: 'Reconciled', status: 'True' as const, reason: 'Reconciled', message: '' },
-        { type: 'Healthy', ...healthOf(view) },
+        { type: 'Healthy', ...healthOf(view, lags.lagging) },
         ready,
       ])
         next = { ...next, conditions: condition(next, cond) };
       return { ...next, observedGeneration: generation };
     });
   }
-  return final.kind === 'converged'
+  // One member per run: the next is defragmented once a run has seen the cluster healthy again.
+  const after = defragmented?.member
+    ? requeueAfterMs({ kind: 'wait', reason: 'Defragmenting', message: '' }, 1)
+    : requeueAfterMs(final, ctx.attempt, event.type === EventType.healthTick);
+  return after === undefined
     ? done
-    : retryAfter(final.kind === 'wait' ? 2000 : 200, final.kind === 'wait' ? final.reason : 'Reconciling');
+    : retryAfter(
+        after,
+        defragmented?.member ? 'Defragmenting' : final.kind === 'wait' ? final.reason : 'Reconciling',
+      );
 };
+
+const sameStep = (a: Step, b: Step) => JSON.stringify(a) === JSON.stringify(b);
+
+const describeStep = (step: Step) => ('member' in step ? `${step.kind} ${step.member}` : step.kind);
 
 type ActDeps = {
   cluster: EtcdCluster;
@@ -193,6 +236,14 @@ const act = async (
       await createIfAbsent(() =>
         core.createNamespacedPod({ namespace, body: podFor(c, step.member, step.join) }),
       );
+      // A namesake made by someone else is not our member: say so instead of "starting" it again.
+      const pod = await core.readNamespacedPod({ namespace, name: step.member }).catch(() => undefined);
+      if (pod && !controlledBy(pod, c.metadata.uid ?? ''))
+        return {
+          reason: 'PodConflict',
+          message: `not starting ${step.member}: a pod of that name exists that is not this cluster's; Tideway neither uses nor deletes it — delete it, or rename the cluster`,
+          wait: true,
+        };
       return { reason: 'MemberStarted', message: `started ${step.member} (${step.join.state})` };
     }
     case 'addLearner': {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { EtcdCluster } from '../api/generated.ts';
+import type { EndpointStatus } from '../etcd/types.ts';
 import type { Seen } from './observe.ts';
 import type { Observed } from './plan.ts';
-import { healthOf } from './status.ts';
+import { healthOf, lagsOf, statusFrom } from './status.ts';
 
 const observed = (o: Partial<Observed> = {}): Observed => ({
   memberPrefix: 'e',
@@ -50,5 +52,63 @@ describe('the Healthy condition of an EtcdCluster', () => {
       reason: 'MembersUnhealthy',
       message: 'e-2 does not answer or has no leader',
     });
+  });
+});
+
+describe('raft index lag in the status and the Healthy condition', () => {
+  const T0 = new Date('2026-11-26T00:00:00.000Z');
+  const status = (raftIndex: number) =>
+    ({ raftIndex, version: '3.6.16', dbSize: 100, dbSizeInUse: 60 }) as unknown as EndpointStatus;
+  /** e-1 leads at 9000; e-0 is 50 behind, e-2 5000 behind. */
+  const lagged = (): Seen => ({
+    ...seen({ leader: '1' }),
+    statuses: new Map([
+      ['e-0', status(8950)],
+      ['e-1', status(9000)],
+      ['e-2', status(4000)],
+    ]),
+  });
+  const cluster = { metadata: { name: 'e' }, spec: { size: 3 } } as unknown as EtcdCluster;
+
+  it('writes each member’s lag behind the leader, keeps laggingSince and lastDefragmentation', () => {
+    const previous = [
+      { name: 'e-2', laggingSince: T0.toISOString() },
+      { name: 'e-0', lastDefragmentation: '2026-11-25T00:00:00.000Z' },
+    ];
+    const lags = lagsOf(lagged(), previous, new Date(T0.getTime() + 10_000));
+    const s = statusFrom(cluster, { members: previous }, lagged(), { kind: 'converged' }, lags.members);
+    expect(s.members).toEqual([
+      {
+        name: 'e-0',
+        id: '0',
+        learner: false,
+        healthy: true,
+        version: '3.6.16',
+        raftIndex: 8950,
+        dbSize: 100,
+        dbSizeInUse: 60,
+        lag: 50,
+        lastDefragmentation: '2026-11-25T00:00:00.000Z',
+      },
+      expect.objectContaining({ name: 'e-1', lag: 0 }),
+      expect.objectContaining({ name: 'e-2', lag: 5000, laggingSince: T0.toISOString() }),
+    ]);
+    // Within the grace period: still Healthy.
+    expect(healthOf(lagged(), lags.lagging)).toMatchObject({ status: 'True' });
+  });
+
+  it('says MemberLagging once a voter lags past the grace period, after members that do not answer', () => {
+    const previous = [{ name: 'e-2', laggingSince: T0.toISOString() }];
+    const { lagging } = lagsOf(lagged(), previous, new Date(T0.getTime() + 31_000));
+    const h = healthOf(lagged(), lagging);
+    expect(h).toMatchObject({ status: 'False', reason: 'MemberLagging' });
+    expect(h.message).toContain('e-2 is 5000 raft entries behind the leader');
+    const down = lagged();
+    const o = down.observed;
+    const h2 = healthOf(
+      { ...down, observed: { ...o, pods: o.pods.map((p) => ({ ...p, healthy: p.member !== 'e-0' })) } },
+      lagging,
+    );
+    expect(h2.reason).toBe('MembersUnhealthy');
   });
 });

@@ -1,5 +1,6 @@
 import type { EtcdCluster } from '../api/generated.ts';
 import { memberIdToHex } from '../etcd/ids.ts';
+import { LAG_GRACE_MS, LAG_THRESHOLD, type Lagging, lagOf, type MemberLag } from './lag.ts';
 import type { Seen } from './observe.ts';
 import type { Step } from './plan.ts';
 
@@ -9,8 +10,17 @@ type Status = NonNullable<EtcdCluster['status']>;
 const byVersion = (a: string, b: string) =>
   a.localeCompare(b, undefined, { numeric: true, sensitivity: 'base' });
 
-/** The status a run writes from what it saw and where it stopped. */
-export const statusFrom = (c: EtcdCluster, s: Status, seen: Seen, step: Step): Status => {
+/**
+ * The status a run writes from what it saw and where it stopped; `lags` from lagOf. A member's
+ * lastDefragmentation is kept from the status as it was.
+ */
+export const statusFrom = (
+  c: EtcdCluster,
+  s: Status,
+  seen: Seen,
+  step: Step,
+  lags: ReadonlyMap<string, MemberLag> = new Map(),
+): Status => {
   const o = seen.observed;
   const members = o.members;
   const voters = (members ?? []).filter((m) => !m.learner);
@@ -39,23 +49,51 @@ export const statusFrom = (c: EtcdCluster, s: Status, seen: Seen, step: Step): S
     members: members
       ? members.map((m) => {
           const st = seen.statuses.get(m.name);
+          const lag = lags.get(m.name);
+          const defragmented = s.members?.find((x) => x.name === m.name)?.lastDefragmentation;
           return {
             name: m.name,
             id: memberIdToHex(m.id),
             learner: m.learner,
             healthy: !!o.pods.find((p) => p.member === m.name)?.healthy,
-            ...(st ? { version: st.version, raftIndex: st.raftIndex, dbSize: st.dbSize } : {}),
+            ...(st
+              ? {
+                  version: st.version,
+                  raftIndex: st.raftIndex,
+                  dbSize: st.dbSize,
+                  dbSizeInUse: st.dbSizeInUse,
+                }
+              : {}),
+            ...(lag?.lag !== undefined ? { lag: lag.lag } : {}),
+            ...(lag?.laggingSince ? { laggingSince: lag.laggingSince } : {}),
+            ...(defragmented ? { lastDefragmentation: defragmented } : {}),
           };
         })
       : (s.members ?? []),
   };
 };
 
+/** Each member's lag from what a run saw, and since when it lags from the status as it was. */
+export const lagsOf = (seen: Seen, previous: Status['members'], now: Date) =>
+  lagOf({
+    members: seen.observed.members ?? [],
+    raftIndex: new Map([...seen.statuses].map(([name, st]) => [name, st.raftIndex])),
+    leader: seen.observed.leader,
+    since: new Map(
+      (previous ?? []).flatMap((m) => (m.name && m.laggingSince ? [[m.name, m.laggingSince] as const] : [])),
+    ),
+    now,
+  });
+
 /**
- * Healthy: every member answers and has a leader, and no alarm is raised. Quorum lost is said
- * at once (reason QuorumLost), not after retries: no member answered with the member list.
+ * Healthy: every member answers and has a leader, none lags behind the leader (`lagging`, from
+ * lagOf), and no alarm is raised. Quorum lost is said at once (reason QuorumLost), not after
+ * retries: no member answered with the member list.
  */
-export const healthOf = (seen: Seen): { status: 'True' | 'False'; reason: string; message: string } => {
+export const healthOf = (
+  seen: Seen,
+  lagging: readonly Lagging[] = [],
+): { status: 'True' | 'False'; reason: string; message: string } => {
   const o = seen.observed;
   if (!o.members)
     return o.bootstrapped
@@ -86,6 +124,16 @@ export const healthOf = (seen: Seen): { status: 'True' | 'False'; reason: string
       status: 'False',
       reason: 'MembersUnhealthy',
       message: `${down.map((m) => m.name).join(', ')} ${down.length === 1 ? 'does' : 'do'} not answer or ${down.length === 1 ? 'has' : 'have'} no leader`,
+    };
+  if (lagging.length > 0)
+    return {
+      status: 'False',
+      reason: 'MemberLagging',
+      message: `${lagging
+        .map((l) => `${l.name} is ${l.lag} raft entries behind the leader (since ${l.since})`)
+        .join(
+          ', ',
+        )}: more than ${LAG_THRESHOLD} for over ${LAG_GRACE_MS / 1000} s — a slow disk or network, or a member receiving a snapshot`,
     };
   return { status: 'True', reason: 'Healthy', message: `${o.members.length} members answer, one leader` };
 };
