@@ -6,13 +6,14 @@ import { isOutcome, loadObject } from '../../shared/engines/load.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { EtcdError, EtcdReason } from '../../shared/etcd/errors.ts';
 import { memberIdToHex } from '../../shared/etcd/ids.ts';
-import { pdbFor, podFor, pvcFor, servicesFor } from '../../shared/etcdcluster/desired.ts';
+import { pdbFor, podFor, pvcFor, type RestoreFrom, servicesFor } from '../../shared/etcdcluster/desired.ts';
 import { finalize } from '../../shared/etcdcluster/finalize.ts';
 import { createIfAbsent, deleteExactly } from '../../shared/etcdcluster/kube.ts';
 import { FIELD_MANAGER, namesOf, OWNER_UID } from '../../shared/etcdcluster/names.ts';
 import { observe, type Seen } from '../../shared/etcdcluster/observe.ts';
 import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
 import { requeueAfterMs } from '../../shared/etcdcluster/requeue.ts';
+import { restoreFailureOf } from '../../shared/etcdcluster/restore/progress.ts';
 import { healthOf, lagsOf, statusFrom } from '../../shared/etcdcluster/status.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { applyOwnedObjects } from '../../shared/kube/apply-owned.ts';
@@ -22,6 +23,7 @@ import { controlledBy } from '../../shared/kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { type Defragmented, defragmentNext, withDefragmented } from './defragment.ts';
+import { fromBackupOf } from './from-backup.ts';
 
 type Status = NonNullable<EtcdCluster['status']>;
 
@@ -77,6 +79,33 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
 
   const core = ctx.kube.makeApiClient(CoreV1Api);
   const recorder = handlerRecorder(ctx, 'etcd-reconcile');
+
+  // A cluster made from a backup: what its first member starts from, checked before any pod exists.
+  const fromBackup = await fromBackupOf(cluster, ctx);
+  if (fromBackup && 'reason' in fromBackup) {
+    const backup = cluster.spec.bootstrap?.fromBackup?.name ?? '';
+    ctx.fence();
+    await writeStatus((s) => {
+      const next = {
+        ...s,
+        phase: 'Pending' as const,
+        bootstrap: { backup, reason: fromBackup.reason, message: fromBackup.message },
+        observedGeneration: generation,
+      };
+      return {
+        ...next,
+        conditions: condition(next, {
+          type: 'Ready',
+          status: 'False',
+          reason: fromBackup.reason,
+          message: fromBackup.message,
+        }),
+      };
+    });
+    ctx.log.warn('not bootstrapping from the backup', { reason: fromBackup.reason });
+    return fromBackup.retry ? retryAfter(10_000, fromBackup.reason) : done;
+  }
+  const restore: RestoreFrom | undefined = fromBackup;
   let seen: Seen | undefined;
   let step: Step = { kind: 'converged' };
   let client: EtcdClient | undefined;
@@ -91,10 +120,36 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       // The cluster formed: from now on members join it, never bootstrap another.
       if (!cluster.status?.clusterID && o.clusterId && o.observed.members) {
         const clusterID = memberIdToHex(o.clusterId);
-        await writeStatus((s) => ({ ...s, clusterID }));
+        // Made from a backup: its data is in, and never loaded again.
+        const at = ctx.clock().toISOString();
+        await writeStatus((s) => ({
+          ...s,
+          clusterID,
+          ...(restore ? { bootstrap: { ...restoreStatus(restore), completedAt: at } } : {}),
+        }));
+        if (restore)
+          await recorder.record({
+            regarding,
+            type: 'Normal',
+            reason: 'Restored',
+            action: 'bootstrap',
+            note: `started from backup ${restore.source.backup} (${locationOf(restore)})`,
+          });
         continue;
       }
       step = planStep(o.observed);
+      // The first member of a cluster made from a backup not starting: say why (its restore steps).
+      if (restore && step.kind === 'wait' && step.reason === 'Bootstrapping') {
+        const failed = restoreFailureOf(
+          o.pods.find((p) => p.metadata?.name === o.observed.bootstrapMembers[0]),
+        );
+        if (failed)
+          step = {
+            kind: 'wait',
+            reason: 'RestoreFailed',
+            message: `${failed.step} of ${o.observed.bootstrapMembers[0]}: ${failed.message}`,
+          };
+      }
       if (step.kind === 'wait' || step.kind === 'converged') break;
       // The same step again right after doing it: it changed nothing (an outside object in the way,
       // an answer not yet visible). Waiting beats repeating it at the step pace.
@@ -108,7 +163,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       }
       previous = step;
       ctx.fence();
-      const note = await act(step, { cluster, client, ctx, core, writeStatus });
+      const note = await act(step, { cluster, client, ctx, core, writeStatus, restore });
       if (note) {
         ctx.log.info(note.message, { step: step.kind });
         await recorder.record({
@@ -158,6 +213,15 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
             };
       const lags = lagsOf(view, s.members, ctx.clock());
       let next = withDefragmented(statusFrom(cluster, s, view, final, lags.members), defragmented);
+      // While the first member starts from the backup: which one, and how it goes.
+      if (restore && !next.clusterID)
+        next = {
+          ...next,
+          bootstrap: {
+            ...restoreStatus(restore),
+            ...(final.kind === 'wait' ? { reason: final.reason, message: final.message } : {}),
+          },
+        };
       for (const cond of [
         { type: 'Reconciled', status: 'True' as const, reason: 'Reconciled', message: '' },
         { type: 'Healthy', ...healthOf(view, lags.lagging) },
@@ -189,7 +253,12 @@ type ActDeps = {
   ctx: HandlerContext;
   core: CoreV1Api;
   writeStatus: (mutate: (s: Status) => Status | undefined) => Promise<EtcdCluster | undefined>;
+  /** The first member of a cluster made from a backup starts from it. */
+  restore: RestoreFrom | undefined;
 };
+
+const locationOf = (r: RestoreFrom) => `s3://${r.source.store.s3.bucket}/${r.source.key}`;
+const restoreStatus = (r: RestoreFrom) => ({ backup: r.source.backup, location: locationOf(r) });
 
 /** Does one step; says what was done (for the log and an Event), or that the step must wait. */
 const act = async (
@@ -234,7 +303,11 @@ const act = async (
         };
       ctx.fence();
       await createIfAbsent(() =>
-        core.createNamespacedPod({ namespace, body: podFor(c, step.member, step.join) }),
+        core.createNamespacedPod({
+          namespace,
+          // Only a member of the cluster's first formation starts from the backup.
+          body: podFor(c, step.member, step.join, step.join.state === 'new' ? d.restore : undefined),
+        }),
       );
       // A namesake made by someone else is not our member: say so instead of "starting" it again.
       const pod = await core.readNamespacedPod({ namespace, name: step.member }).catch(() => undefined);

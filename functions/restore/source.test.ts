@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
 import { backupKeys } from '../../shared/backup/manifest.ts';
 import { SAFETY_LABEL } from './safety.ts';
-import { describeRef, keyOfLocation, manifestKeyOf, pickLatest, s3KeyOf } from './source.ts';
+import {
+  checkRedisBackup,
+  describeRef,
+  keyOfLocation,
+  manifestKeyOf,
+  pickLatest,
+  s3KeyOf,
+} from './source.ts';
 
 const backup = (
   name: string,
@@ -109,5 +116,21 @@ describe('object keys', () => {
         r({ s3: { key: 'x/y.rdb', store: { s3: { bucket: 'bk', credentialsSecret: { name: 's' } } } } }),
       ),
     ).toBe('s3://bk/x/y.rdb');
+  });
+});
+
+describe('what a Restore loads', () => {
+  it('is a RedisCluster’s backup: an EtcdCluster’s is refused for good, by its Backup or its manifest', () => {
+    expect(() => checkRedisBackup({ name: 'cache' }, 'Backup b')).not.toThrow();
+    expect(() => checkRedisBackup({ kind: 'RedisCluster', name: 'cache' }, 'Backup b')).not.toThrow();
+    const refused = (() => {
+      try {
+        checkRedisBackup({ kind: 'EtcdCluster', name: 'cache' }, 's3://bk/x.db');
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toMatchObject({ reason: 'WrongClusterKind', retry: false });
+    expect(String((refused as Error).message)).toMatch(/s3:\/\/bk\/x\.db is a backup of EtcdCluster cache/);
   });
 });

@@ -75,18 +75,21 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
         : `RedisCluster ${cluster} has no Completed Backup in namespace ${namespace} (safety backups of restores do not count for latest: restore one by name)`,
       false,
     );
-  checkRedisBackup(backup);
+  checkRedisBackup(clusterRefOf(backup.spec), `Backup ${backup.metadata.name}`);
   checkCompleted(backup);
   return { kind: 'backup', name: backup.metadata.name, uid: backup.metadata.uid ?? '' };
 };
 
-/** A Restore loads a RedisCluster: an EtcdCluster's snapshot is refused before anything is read. */
-const checkRedisBackup = (b: Backup) => {
-  const of = clusterRefOf(b.spec);
-  if (of.kind !== 'RedisCluster')
+/**
+ * A Restore loads a RedisCluster: an EtcdCluster's snapshot is refused before anything is read,
+ * whether named by its Backup (`what`) or met as an object whose manifest says so.
+ */
+export const checkRedisBackup = (of: { kind?: string | undefined; name: string }, what: string) => {
+  const kind = of.kind ?? 'RedisCluster';
+  if (kind !== 'RedisCluster')
     throw new RestoreError(
       'WrongClusterKind',
-      `Backup ${b.metadata.name} is a backup of ${of.kind} ${of.name}: a Restore loads RedisCluster backups only`,
+      `${what} is a backup of ${kind} ${of.name}: a Restore loads RedisCluster backups only`,
       false,
     );
 };
@@ -151,7 +154,7 @@ export const resolveSource = async (
         `Backup ${ref.name} ${b ? 'was deleted and created again' : 'was deleted'} after this restore chose it: create a new Restore`,
         false,
       );
-    checkRedisBackup(b);
+    checkRedisBackup(clusterRefOf(b.spec), `Backup ${b.metadata.name}`);
     checkCompleted(b);
     const storeOf = async () =>
       b.spec.store ?? (await readCluster(kube, namespace, b.spec.cluster.name))?.spec.backup?.store;
@@ -186,10 +189,11 @@ export const resolveSource = async (
       `the manifest of ${plain.store.url(key)} does not describe what Backup ${ref.kind === 'backup' ? ref.name : ''} recorded (SHA-256 ${recorded.sha256}, ${recorded.size} bytes): one of them changed after the backup`,
       false,
     );
-  if (!manifest.redis || (manifest.cluster.kind ?? 'RedisCluster') !== 'RedisCluster')
+  checkRedisBackup(manifest.cluster, plain.store.url(key));
+  if (!manifest.redis)
     throw new RestoreError(
-      'WrongClusterKind',
-      `${plain.store.url(key)} is a backup of ${manifest.cluster.kind ?? 'an unknown kind'} ${manifest.cluster.name}: a Restore loads RedisCluster backups only`,
+      'ManifestInvalid',
+      `${plain.store.url(key)}: its manifest names no Redis server`,
       false,
     );
   // The user's store may name the key's Secret (another namespace's name); else the manifest's.

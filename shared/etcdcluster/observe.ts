@@ -114,6 +114,7 @@ export const observe = async (
     size: c.spec.size ?? 3,
     image: imageOf(c),
     bootstrapped,
+    ...(c.spec.bootstrap?.fromBackup ? { bootstrapSize: 1 } : {}),
     bootstrapMembers: bootstrapped ? [] : recorded,
     members,
     lastKnown: recorded,

@@ -59,6 +59,29 @@ describe('planStep', () => {
     expect(planStep({ ...recorded, pods: all }).kind).toBe('wait');
   });
 
+  it('bootstraps a cluster made from a backup with its first member alone, then grows it by joining', () => {
+    const fresh: Observed = {
+      ...cluster(0),
+      size: 3,
+      bootstrapSize: 1,
+      bootstrapped: false,
+      members: undefined,
+      leader: undefined,
+    };
+    expect(planStep(fresh)).toEqual({ kind: 'bootstrap', members: ['e-0'] });
+    expect(planStep({ ...fresh, bootstrapMembers: ['e-0'] })).toEqual({
+      kind: 'createMember',
+      member: 'e-0',
+      join: { state: 'new', initialCluster: ['e-0'] },
+      volume: 'new',
+    });
+    // Formed with one member: the others are added as learners, one at a time.
+    expect(planStep(cluster(1, { size: 3, bootstrapSize: 1 }))).toEqual({
+      kind: 'addLearner',
+      member: 'e-1',
+    });
+  });
+
   it('is converged when every voter is healthy, on the image, at the size', () => {
     expect(planStep(cluster(3))).toEqual({ kind: 'converged' });
   });

@@ -31,6 +31,11 @@ export type Observed = {
   image: string;
   /** The cluster has formed once (status.clusterID): from now on members join, never bootstrap. */
   bootstrapped: boolean;
+  /**
+   * Members it bootstraps with (default `size`): 1 for a cluster made from a backup, whose first
+   * member starts from the snapshot; the others join it one at a time.
+   */
+  bootstrapSize?: number;
   /** The members chosen at bootstrap, recorded before their pods were made. */
   bootstrapMembers: readonly string[];
   /** The member list (linearizable), or undefined when no member answered with one. */
@@ -107,7 +112,7 @@ export const planStep = (o: Observed): Step => {
           reason: 'AlreadyFormed',
           message: 'member pods or volumes exist but no bootstrap is recorded: not bootstrapping over them',
         };
-      const names = Array.from({ length: o.size }, (_, i) => `${o.memberPrefix}-${i}`);
+      const names = Array.from({ length: o.bootstrapSize ?? o.size }, (_, i) => `${o.memberPrefix}-${i}`);
       const taken = names.find((m) => foreign.has(m));
       return taken ? conflict(taken) : { kind: 'bootstrap', members: names };
     }

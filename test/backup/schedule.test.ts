@@ -214,7 +214,12 @@ describe.concurrent('backup schedules', () => {
             controller: true,
           },
         ]);
-        expect(x.spec).toEqual({ cluster: { name: 'cache' }, source: 'master', deletionPolicy: 'Retain' });
+        // The cluster's kind is named (RedisCluster, the default), as the schedule names it.
+        expect(x.spec).toEqual({
+          cluster: { name: 'cache', kind: 'RedisCluster' },
+          source: 'master',
+          deletionPolicy: 'Retain',
+        });
       });
 
       // keepLast 1: the first run goes once the second has finished.

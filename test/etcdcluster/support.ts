@@ -14,13 +14,19 @@ import { refusals, startFunction } from '../support/redis.ts';
 const ETCD = TIDEWAY_KINDS.EtcdCluster;
 
 /** The watcher and two etcd-reconcile replicas, each as its own ServiceAccount, for one namespace. */
-export const startEtcdFunctions = async (b: ReturnType<typeof bed>, ns: string, id: string) => {
+export const startEtcdFunctions = async (
+  b: ReturnType<typeof bed>,
+  ns: string,
+  id: string,
+  reconcileEnv: Record<string, string> = {},
+) => {
   const workers = [await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id })];
   for (let r = 0; r < 2; r++)
     workers.push(
       await startFunction(b, ns, id, 'etcd-reconcile', {
         TIDEWAY_REPLICA: String(r),
         TIDEWAY_LOG_LEVEL: 'info',
+        ...reconcileEnv,
       }),
     );
   return workers;
@@ -102,6 +108,8 @@ export const etcdFunctionsFor = (
   prefix: string,
   /** More functions for the namespace (e.g. two backup replicas), each with its environment. */
   more: readonly { fn: string; env?: Record<string, string> }[] = [],
+  /** etcd-reconcile's extra environment, made before it starts (e.g. TIDEWAY_IMAGE, once built). */
+  reconcileEnv: () => Promise<Record<string, string>> = async () => ({}),
 ) => {
   let ns = '';
   let workers: Worker[] = [];
@@ -109,7 +117,7 @@ export const etcdFunctionsFor = (
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, prefix);
-    workers = await startEtcdFunctions(b, ns, prefix);
+    workers = await startEtcdFunctions(b, ns, prefix, await reconcileEnv());
     for (const m of more) workers.push(await startFunction(b, ns, prefix, m.fn, m.env ?? {}));
   });
   afterAll(async () => {

@@ -99,6 +99,44 @@ describe('function RBAC', () => {
     );
   });
 
+  it('etcd-reconcile makes members and reads the Backup a cluster starts from, and no Secret', async () => {
+    await check(
+      'etcd-reconcile',
+      [
+        ['create', '', 'pods'],
+        ['delete', '', 'persistentvolumeclaims'],
+        ['update', 'tideway.dev', 'etcdclusters', 'status'],
+        ['get', 'tideway.dev', 'backups'],
+      ],
+      [
+        // The restore step reads the store's Secrets as mounted files; the function never does.
+        ['get', '', 'secrets'],
+        ['create', 'tideway.dev', 'backups'],
+        ['patch', 'tideway.dev', 'backups'],
+        ['delete', 'tideway.dev', 'etcdclusters'],
+        ['patch', 'tideway.dev', 'etcdclusters', 'status'],
+        ['get', 'tideway.dev', 'redisclusters'],
+      ],
+    );
+  });
+
+  it('backup reads either kind of cluster and changes none', async () => {
+    await check(
+      'backup',
+      [
+        ['get', 'tideway.dev', 'redisclusters'],
+        ['get', 'tideway.dev', 'etcdclusters'],
+        ['list', '', 'pods'],
+      ],
+      [
+        ['patch', 'tideway.dev', 'etcdclusters'],
+        ['update', 'tideway.dev', 'etcdclusters', 'status'],
+        ['delete', '', 'pods'],
+        ['list', '', 'secrets'],
+      ],
+    );
+  });
+
   it('health writes status and labels, and creates or deletes nothing', async () => {
     await check(
       'health',

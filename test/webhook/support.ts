@@ -212,8 +212,9 @@ export const fixtures = (b: Bed, namespace: string) => {
       cluster: string,
       phase?: 'Completed' | 'Running' | 'Failed',
       labels: Record<string, string> = {},
+      kind?: 'EtcdCluster',
     ) => {
-      await create('Backup', name, { cluster: { name: cluster } }, labels);
+      await create('Backup', name, { cluster: { name: cluster, ...(kind ? { kind } : {}) } }, labels);
       if (phase) await setStatus('backups', name, { phase });
     },
     setStatus,

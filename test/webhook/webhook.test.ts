@@ -76,6 +76,10 @@ describe('webhook', () => {
     await f.backup('fresh-nightly', 'fresh', 'Completed');
     await f.backup('half', 'cache', 'Running');
     await f.backup('broken', 'cache', 'Failed');
+    // A Completed backup of an EtcdCluster namesake: never restored into the RedisCluster.
+    await f.backup('etcd-cache', 'cache', 'Completed', {}, 'EtcdCluster');
+    // …and for latest: lone's only Completed backups are a safety backup and an etcd namesake's.
+    await f.backup('lone-etcd', 'lone', 'Completed', {}, 'EtcdCluster');
     // A restore's safety backup: Completed, but not a candidate for latest.
     await f.backup('lone-safety', 'lone', 'Completed', { 'tideway.dev/safety-backup': 'true' });
     hook = await started({ namespace: ns, replicas: 2, env: UNLIMITED });
@@ -222,7 +226,8 @@ describe('webhook', () => {
     const { backup, status } = r.json as { backup: { namespace: string; name: string }; status: string };
     expect(status).toBe(`/v1/namespaces/${ns}/backups/${backup.name}`);
     const made = (await f.backups()).find((x) => x.metadata.name === backup.name) as Backup;
-    expect(made.spec.cluster).toEqual({ name: 'cache' });
+    // The API server fills in the CRD's default kind.
+    expect(made.spec.cluster).toEqual({ name: 'cache', kind: 'RedisCluster' });
     expect(made.metadata.annotations?.['tideway.dev/requested-by']).toBe('webhook');
     const s = await keep(hook.signed('GET', status, secret));
     expect(s.status, s.text).toBe(200);
@@ -341,6 +346,7 @@ describe('webhook', () => {
       await refused(() => post(restorePath('lone'), '{"backup":"nope"}'), 404, 'BackupNotFound');
       await refused(() => post(restorePath('lone'), '{"backup":"half"}'), 409, 'BackupNotCompleted');
       await refused(() => post(restorePath('lone'), '{"backup":"broken"}'), 409, 'BackupNotCompleted');
+      await refused(() => post(restorePath('cache'), '{"backup":"etcd-cache"}'), 409, 'WrongClusterKind');
     });
     it('an oversized body', async () => {
       const big = `{"backup":"${'a'.repeat(20_000)}"}`;
