@@ -183,5 +183,15 @@ describe('etcd cluster', () => {
     await expect(etcd.apply('main', { size: 3, version: '3.5' })).rejects.toMatchObject({
       stderr: expect.stringContaining('version cannot go back from 3.6 to 3.5'),
     });
+    // Storage is fixed at creation: the members' volumes were made with it.
+    await expect(etcd.apply('main', { size: 3, storage: { size: '2Gi' } })).rejects.toMatchObject({
+      stderr: expect.stringContaining('storage.size cannot change after creation'),
+    });
+    await expect(
+      etcd.apply('main', { size: 3, storage: { storageClassName: 'fast' } }),
+    ).rejects.toMatchObject({
+      stderr: expect.stringContaining('storage.storageClassName cannot change after creation'),
+    });
+    expect((await etcd.get('main')).spec.storage).toEqual({ size: '1Gi', storageClassName: '' });
   });
 });
