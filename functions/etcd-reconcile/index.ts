@@ -13,7 +13,7 @@ import { FIELD_MANAGER, namesOf, OWNER_UID } from '../../shared/etcdcluster/name
 import { observe, type Seen } from '../../shared/etcdcluster/observe.ts';
 import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
 import { requeueAfterMs } from '../../shared/etcdcluster/requeue.ts';
-import { restoreFailureOf } from '../../shared/etcdcluster/restore/progress.ts';
+import { restoredOf, restoreFailureOf } from '../../shared/etcdcluster/restore/progress.ts';
 import { healthOf, lagsOf, statusFrom } from '../../shared/etcdcluster/status.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { applyOwnedObjects } from '../../shared/kube/apply-owned.ts';
@@ -137,12 +137,37 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
           });
         continue;
       }
+      const first = o.pods.find((p) => p.metadata?.name === o.observed.bootstrapMembers[0]);
+      // The snapshot is in the first member's volume: its pod starts without the restore steps from
+      // now on. Steps that ran again on a volume restored before (the pod re-created or restarted
+      // before the cluster formed) refuse it: that pod is replaced by one without them.
+      const restored = restore && !cluster.status?.bootstrap?.restoredAt ? restoredOf(first) : undefined;
+      if (restore && restored && first?.metadata?.name) {
+        const at = ctx.clock().toISOString();
+        ctx.fence();
+        await writeStatus((s) => ({
+          ...s,
+          bootstrap: { ...restoreStatus(restore), ...s.bootstrap, restoredAt: at },
+        }));
+        if (restored === 'restoredBefore') {
+          const member = first.metadata.name;
+          await deleteExactly(() =>
+            core.deleteNamespacedPod({
+              namespace: namesOf(cluster).namespace,
+              name: member,
+              body: { preconditions: { uid: first.metadata?.uid ?? '' } },
+            }),
+          );
+          ctx.log.info('restarting the first member without its restore steps: its volume holds the data', {
+            member,
+          });
+        }
+        continue;
+      }
       step = planStep(o.observed);
       // The first member of a cluster made from a backup not starting: say why (its restore steps).
       if (restore && step.kind === 'wait' && step.reason === 'Bootstrapping') {
-        const failed = restoreFailureOf(
-          o.pods.find((p) => p.metadata?.name === o.observed.bootstrapMembers[0]),
-        );
+        const failed = restoreFailureOf(first);
         if (failed)
           step = {
             kind: 'wait',
@@ -306,7 +331,12 @@ const act = async (
         core.createNamespacedPod({
           namespace,
           // Only a member of the cluster's first formation starts from the backup.
-          body: podFor(c, step.member, step.join, step.join.state === 'new' ? d.restore : undefined),
+          body: podFor(
+            c,
+            step.member,
+            step.join,
+            step.join.state === 'new' && !c.status?.bootstrap?.restoredAt ? d.restore : undefined,
+          ),
         }),
       );
       // A namesake made by someone else is not our member: say so instead of "starting" it again.

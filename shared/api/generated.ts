@@ -214,6 +214,7 @@ export const zEtcdClusterStatus = z.looseObject({
   bootstrap: z.looseObject({
     backup: z.string().max(253).optional(),
     location: z.string().max(2048).optional(),
+    restoredAt: z.string().optional(),
     reason: z.string().max(128).optional(),
     message: z.string().max(4096).optional(),
     completedAt: z.string().optional(),

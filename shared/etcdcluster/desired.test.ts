@@ -81,6 +81,7 @@ describe('an EtcdCluster’s objects', () => {
     // Each Secret mounted once, where the step reads it; nothing of theirs in the spec.
     expect(fetch?.volumeMounts?.map((m) => m.mountPath)).toEqual([
       '/restore',
+      '/var/run/etcd',
       '/etc/tideway/secrets/s3-creds',
       '/etc/tideway/secrets/backup-key',
     ]);

@@ -151,9 +151,12 @@ const restoreSteps = (c: Owner, member: string, r: RestoreFrom) => {
           { name: 'TIDEWAY_RESTORE_OUT', value: `${RESTORE_DIR}/snapshot.db` },
           { name: 'TIDEWAY_SECRETS_DIR', value: SECRETS_DIR },
           { name: 'TIDEWAY_NAMESPACE', value: n.namespace },
+          { name: 'TIDEWAY_RESTORE_DATA_DIR', value: `${DATA_MOUNT}/data` },
         ],
         volumeMounts: [
           { name: 'restore', mountPath: RESTORE_DIR },
+          // To see whether the member's data is there already (read only: etcdutl writes it).
+          { name: 'data', mountPath: DATA_MOUNT, readOnly: true },
           ...secrets.map((s, i) => ({
             name: secretVolume(i),
             mountPath: `${SECRETS_DIR}/${s}`,
@@ -179,6 +182,8 @@ const restoreSteps = (c: Owner, member: string, r: RestoreFrom) => {
           { name: 'data', mountPath: DATA_MOUNT },
           { name: 'restore', mountPath: RESTORE_DIR, readOnly: true },
         ],
+        // etcdutl writes no termination message: its last words say why it failed.
+        terminationMessagePolicy: 'FallbackToLogsOnError',
       },
     ],
     volumes: [

@@ -7,10 +7,17 @@
  * cluster) and exits 1; no secret value is ever in it.
  */
 import { access, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fetchSnapshot, mountedSecrets, sourceStore } from './fetch.ts';
 import { zRestoreSource } from './source.ts';
 
 const TERMINATION_LOG = '/dev/termination-log';
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 const fail = async (reason: string, message: string): Promise<never> => {
   const line = `${reason}: ${message}`.slice(0, 4000);
@@ -34,13 +41,15 @@ const main = async () => {
       source.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
     );
   // Made by an earlier run of this step (the pod restarted): it passed every check then.
-  if (
-    await access(out).then(
-      () => true,
-      () => false,
-    )
-  ) {
+  if (await exists(out)) {
     process.stdout.write(`${out} is there already\n`);
+    return;
+  }
+  // The member's data is there (restored by an earlier run of this pod's steps): nothing to fetch.
+  // etcdutl then refuses the non-empty data dir, and etcd-reconcile starts the member without the steps.
+  const dataDir = process.env.TIDEWAY_RESTORE_DATA_DIR;
+  if (dataDir && (await exists(join(dataDir, 'member')))) {
+    process.stdout.write(`${dataDir} holds the member's data already: nothing to fetch\n`);
     return;
   }
   const started = performance.now();

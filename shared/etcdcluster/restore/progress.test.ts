@@ -1,6 +1,6 @@
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { restoreFailureOf } from './progress.ts';
+import { restoredOf, restoreFailureOf } from './progress.ts';
 
 const pod = (...statuses: Partial<V1ContainerStatus>[]): V1Pod => ({
   status: {
@@ -43,5 +43,32 @@ describe('why a cluster’s first member does not start from its backup', () => 
       restoreFailureOf(pod(fetched, { name: 'restore-snapshot', state: { terminated: { exitCode: 0 } } })),
     ).toBeUndefined();
     expect(restoreFailureOf(undefined)).toBeUndefined();
+  });
+
+  it('knows when the snapshot is in the volume: etcdutl finished, or refused a data dir restored before', () => {
+    const fetched = { name: 'fetch-backup', state: { terminated: { exitCode: 0 } } };
+    expect(
+      restoredOf(pod(fetched, { name: 'restore-snapshot', state: { terminated: { exitCode: 0 } } })),
+    ).toBe('restored');
+    // etcdutl's own words (3.5.35 and 3.6.16) on a data dir that holds a member.
+    const refused = {
+      name: 'restore-snapshot',
+      state: { waiting: { reason: 'CrashLoopBackOff' } },
+      lastState: {
+        terminated: {
+          exitCode: 1,
+          message: 'Error: data-dir "/var/run/etcd/data" not empty or could not be read',
+        },
+      },
+    };
+    expect(restoredOf(pod(fetched, refused))).toBe('restoredBefore');
+    // Any other failure is not a restore.
+    const other = {
+      ...refused,
+      lastState: { terminated: { exitCode: 1, message: 'Error: snapshot file has wrong hash' } },
+    };
+    expect(restoredOf(pod(fetched, other))).toBeUndefined();
+    expect(restoredOf(pod(fetched, { name: 'restore-snapshot', state: { running: {} } }))).toBeUndefined();
+    expect(restoredOf(undefined)).toBeUndefined();
   });
 });

@@ -34,3 +34,21 @@ export const restoreFailureOf = (pod: V1Pod | undefined): { step: string; messag
   }
   return undefined;
 };
+
+/** etcdutl's refusal of a data dir that holds a member already (3.5 and 3.6 say it alike). */
+const DATA_DIR_NOT_EMPTY = /data-dir "[^"]*" not empty/;
+
+/**
+ * Whether the snapshot is in the first member's volume: `restored` when etcdutl finished;
+ * `restoredBefore` when it refused a data dir that holds a member already — an earlier run of the
+ * same steps restored it (the volume is this cluster's own, made for this member), the pod was
+ * re-created or restarted before the cluster formed. Either way the member must start without the
+ * steps from now on.
+ */
+export const restoredOf = (pod: V1Pod | undefined): 'restored' | 'restoredBefore' | undefined => {
+  const s = pod?.status?.initContainerStatuses?.find((x) => x.name === RESTORE_STEPS.restore);
+  if (!s) return undefined;
+  if (s.state?.terminated?.exitCode === 0 || s.lastState?.terminated?.exitCode === 0) return 'restored';
+  const said = `${s.state?.terminated?.message ?? ''}\n${s.lastState?.terminated?.message ?? ''}`;
+  return DATA_DIR_NOT_EMPTY.test(said) ? 'restoredBefore' : undefined;
+};
