@@ -11,6 +11,7 @@ import type { Testbed } from '../infra/testbed/types.ts';
 import { loadServerless } from '../shared/runtime/config.ts';
 import { createLogger } from '../shared/runtime/logger.ts';
 import { type Supervisor, startFunctions } from '../shared/runtime/supervisor.ts';
+import { ensureImage } from './image/build.ts';
 import { prepareLocalWebhook, webhookReady, writeLocalWebhookSecret } from './local-webhook.ts';
 
 // npm start: the local stack (the test bed) plus the operator: Tideway's CRDs and namespace, then
@@ -53,6 +54,15 @@ const startLocal = async (bed: Testbed): Promise<Record<string, string>> => {
   });
   // The webhook: a port, and the secret it is signed with (Secret tideway-webhook in default).
   const webhook = config.functions.webhook ? await prepareLocalWebhook(admin) : undefined;
+  // Tideway's image, which the node runs as the first member's restore step of an EtcdCluster made
+  // from a backup (cached; rebuilt when the code changed). Without it such a cluster says why it waits.
+  const image = await ensureImage({ root, log: (m) => log(`[image] ${m}`) }).then(
+    (built) => built.image,
+    (error: unknown) => {
+      logger.warn('no image: an EtcdCluster made from a backup waits with RestoreUnavailable', { error });
+      return undefined;
+    },
+  );
   functions = startFunctions({
     serverlessFile,
     config,
@@ -63,6 +73,7 @@ const startLocal = async (bed: Testbed): Promise<Record<string, string>> => {
       ...(fn === 'webhook' ? webhook?.env : {}),
       // The restore feed listens where the pods reach this host: the test bed's bridge address.
       ...(fn === 'restore' ? { TIDEWAY_RESTORE_FEED_HOST: bed.network.hostIp } : {}),
+      ...(image ? { TIDEWAY_IMAGE: image } : {}),
     }),
     log: logger,
   });
