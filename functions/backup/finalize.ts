@@ -1,3 +1,4 @@
+import { BackupSpecDefaults } from '../../shared/api/generated.ts';
 import { StoreError } from '../../shared/backup/errors.ts';
 import {
   BACKUP_FINALIZER,
@@ -27,7 +28,7 @@ const storeOf = (loaded: LoadedBackup): BackupStoreSpec | undefined =>
 export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
   const { backup } = loaded;
   if (!hasBackupFinalizer(backup)) return done;
-  const remove = (backup.spec.deletionPolicy ?? 'Delete') === 'Delete';
+  const remove = (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
   const spec = storeOf(loaded);
   if (spec) {
     const keys = keysOf(loaded, spec);

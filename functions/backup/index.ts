@@ -1,4 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
+import { BackupSpecDefaults } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { ConfigurationError } from '../../shared/backup/errors.ts';
 import {
@@ -197,7 +198,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   }
 
   // A source to take the snapshot from; waiting for one (a cluster still starting) is no attempt.
-  const preference = (backup.spec.source ?? 'prefer-replica') as SourcePreference;
+  const preference = (backup.spec.source ?? BackupSpecDefaults.source) as SourcePreference;
   const sources = await target.sources(preference);
   const now = ctx.clock();
   if (sources.list.length === 0) {

@@ -1,3 +1,4 @@
+import { BackupSpecDefaults } from '../../shared/api/generated.ts';
 import { ENCRYPTION_FORMAT } from '../../shared/backup/encryption.ts';
 import { ConfigurationError } from '../../shared/backup/errors.ts';
 import type { LoadedBackup } from '../../shared/backup/kube.ts';
@@ -42,7 +43,7 @@ export const keysOf = (loaded: LoadedBackup, spec: BackupStoreSpec) =>
     cluster: loaded.backup.spec.cluster.name,
     backup: loaded.key.name,
     uid: loaded.backup.metadata.uid ?? '',
-    compression: spec.compression ?? 'zstd',
+    compression: spec.compression ?? BackupSpecDefaults.store.compression,
     encrypted: !!spec.encryption?.secretName,
     kind: loaded.backup.spec.cluster.kind,
   });
@@ -79,7 +80,7 @@ export const takeBackup = async (o: {
   const { ctx, loaded, target, resolved } = o;
   const { kind, name } = target.ref;
   const keys = keysOf(loaded, o.spec);
-  const preference = (loaded.backup.spec.source ?? 'prefer-replica') as SourcePreference;
+  const preference = (loaded.backup.spec.source ?? BackupSpecDefaults.source) as SourcePreference;
   const clusterKey = objectKeyOf({ kind, namespace: loaded.key.namespace, name });
   const maxRate = Number(ctx.env.TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND ?? '') || undefined;
 

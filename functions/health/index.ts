@@ -1,4 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
+import { RedisClusterSpecDefaults } from '../../shared/api/generated.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
@@ -78,7 +79,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         type: 'Healthy',
         status: 'False' as const,
         reason: 'FailedOver',
-        message: `master ${a.failover.from} was ${a.failover.reason === 'MasterBehind' ? 'behind a replica' : 'unreachable'} for ${rc.spec.failover?.after ?? '5s'}; ${a.failover.to} promoted`,
+        message: `master ${a.failover.from} was ${a.failover.reason === 'MasterBehind' ? 'behind a replica' : 'unreachable'} for ${rc.spec.failover?.after ?? RedisClusterSpecDefaults.failover.after}; ${a.failover.to} promoted`,
       }
     : restoring && assessed.failover
       ? {

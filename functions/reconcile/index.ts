@@ -1,6 +1,6 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
-import type { RedisCluster } from '../../shared/api/generated.ts';
+import { type RedisCluster, RedisClusterSpecDefaults } from '../../shared/api/generated.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
@@ -93,7 +93,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     if (error instanceof OwnershipConflict) return refuse({ reason: error.reason, message: error.message });
     throw error;
   }
-  const desired = rc.spec.replicas ?? 3;
+  const desired = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas;
   const masterOrdinal = recordedMaster ? ordinalOf(rc.metadata.name, recordedMaster) : -1;
   const masterLost = Boolean(rc.status?.failover?.masterUnreachableSince);
   const labelled = await listLabelledPods(ctx.kube, rc);

@@ -1,5 +1,6 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
+import { BackupScheduleSpecDefaults } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import {
   type Condition,
@@ -76,9 +77,10 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
     missedBefore: firesBetween(clock, from, at),
     now,
     lastScheduleTime: last,
-    suspend: spec.suspend ?? false,
-    startingDeadlineSeconds: spec.startingDeadlineSeconds ?? 300,
-    concurrencyPolicy: spec.concurrencyPolicy ?? 'Forbid',
+    suspend: spec.suspend ?? BackupScheduleSpecDefaults.suspend,
+    startingDeadlineSeconds:
+      spec.startingDeadlineSeconds ?? BackupScheduleSpecDefaults.startingDeadlineSeconds,
+    concurrencyPolicy: spec.concurrencyPolicy ?? BackupScheduleSpecDefaults.concurrencyPolicy,
     nextAfter,
     clusterExists: await clusterExists(ctx.kube, namespace, clusterRefOf(spec)),
     made: owned.some((b) => b.name === name && !b.deleting),

@@ -41,6 +41,8 @@ export const zBackupSpec = z.looseObject({
   source: z.enum(["prefer-replica","master"]).optional(),
   deletionPolicy: z.enum(["Delete","Retain"]).optional(),
 });
+/** The defaults crds/ declares for Backup.spec: the one source of each (see defaultsOf). */
+export const BackupSpecDefaults = {"cluster":{"kind":"RedisCluster"},"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}},"source":"prefer-replica","deletionPolicy":"Delete"} as const;
 export const zBackupStatus = z.looseObject({
   observedGeneration: z.number().int().min(0).optional(),
   phase: z.enum(["Pending","Running","Completed","Failed"]).optional(),
@@ -142,6 +144,8 @@ export const zBackupScheduleSpec = z.looseObject({
     deletionPolicy: z.enum(["Delete","Retain"]).optional(),
   }).optional(),
 });
+/** The defaults crds/ declares for BackupSchedule.spec: the one source of each (see defaultsOf). */
+export const BackupScheduleSpecDefaults = {"cluster":{"kind":"RedisCluster"},"timeZone":"UTC","suspend":false,"concurrencyPolicy":"Forbid","startingDeadlineSeconds":300,"template":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}},"source":"prefer-replica","deletionPolicy":"Delete"}} as const;
 export const zBackupScheduleStatus = z.looseObject({
   observedGeneration: z.number().int().min(0).optional(),
   lastScheduleTime: z.string().optional(),
@@ -210,6 +214,8 @@ export const zEtcdClusterSpec = z.looseObject({
     }).optional(),
   }).optional(),
 });
+/** The defaults crds/ declares for EtcdCluster.spec: the one source of each (see defaultsOf). */
+export const EtcdClusterSpecDefaults = {"version":"3.6","image":"","size":3,"storage":{"size":"1Gi","storageClassName":""},"backup":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}}}} as const;
 export const zEtcdClusterStatus = z.looseObject({
   bootstrap: z.looseObject({
     backup: z.string().max(253).optional(),
@@ -316,6 +322,8 @@ export const zRedisClusterSpec = z.looseObject({
     securityContext: z.record(z.string(), z.unknown()).optional(),
   }).optional(),
 });
+/** The defaults crds/ declares for RedisCluster.spec: the one source of each (see defaultsOf). */
+export const RedisClusterSpecDefaults = {"version":"7.0","image":"","replicas":3,"storage":{"size":"1Gi","storageClassName":""},"auth":{"secretName":""},"failover":{"enabled":true,"after":"5s"},"backup":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}}}} as const;
 export const zRedisClusterStatus = z.looseObject({
   observedGeneration: z.number().int().min(0).optional(),
   phase: z.enum(["Pending","Creating","Ready","Degraded","Failed","Deleting"]).optional(),
@@ -411,6 +419,8 @@ export const zRestoreSpec = z.looseObject({
   }),
   safetyBackup: z.boolean().optional(),
 });
+/** The defaults crds/ declares for Restore.spec: the one source of each (see defaultsOf). */
+export const RestoreSpecDefaults = {"source":{"s3":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}}}},"safetyBackup":true} as const;
 export const zRestoreStatus = z.looseObject({
   observedGeneration: z.number().int().min(0).optional(),
   phase: z.enum(["Pending","Verifying","SafetyBackup","Restoring","Completed","Failed","RolledBack"]).optional(),

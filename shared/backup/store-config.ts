@@ -1,5 +1,5 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import type { BackupSpec } from '../api/generated.ts';
+import { type BackupSpec, BackupSpecDefaults } from '../api/generated.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { s3Store } from '../s3/store.ts';
 import type { Compression } from './compression.ts';
@@ -108,7 +108,7 @@ export const resolveStoreWith = async (o: {
   return {
     store,
     prefix: s3.prefix ?? '',
-    compression: o.spec.compression ?? 'zstd',
+    compression: o.spec.compression ?? BackupSpecDefaults.store.compression,
     ...(encryption ? { encryption } : {}),
   };
 };

@@ -1,4 +1,4 @@
-import type { EtcdCluster } from '../api/generated.ts';
+import { type EtcdCluster, EtcdClusterSpecDefaults } from '../api/generated.ts';
 import { etcdEngine } from '../engines/etcd.ts';
 import { ENGINE_LABEL, MANAGED_BY_TIDEWAY } from '../engines/types.ts';
 
@@ -70,7 +70,7 @@ const minorOf = (version: string) => version.split('.').slice(0, 2).join('.');
 /** The image a version runs: the user's, else the official image of that version. */
 export const imageOf = (c: Pick<EtcdCluster, 'spec'>) => {
   if (c.spec.image) return c.spec.image;
-  const version = c.spec.version ?? '3.6';
+  const version = c.spec.version ?? EtcdClusterSpecDefaults.version;
   const known = (ETCD_IMAGES as Record<string, string>)[minorOf(version)];
   if (!known) throw new Error(`no image known for etcd ${version}`);
   return version.split('.').length === 3 ? known.replace(/:v.*$/, `:v${version}`) : known;

@@ -1,4 +1,4 @@
-import type { EtcdCluster } from '../api/generated.ts';
+import { type EtcdCluster, EtcdClusterSpecDefaults } from '../api/generated.ts';
 import { memberIdToHex } from '../etcd/ids.ts';
 import { LAG_GRACE_MS, LAG_THRESHOLD, type Lagging, lagOf, type MemberLag } from './lag.ts';
 import type { Seen } from './observe.ts';
@@ -32,7 +32,8 @@ export const statusFrom = (
       ? 'Ready'
       : !o.bootstrapped
         ? 'Creating'
-        : !members || healthyVoters.length < Math.max(voters.length, c.spec.size ?? 3)
+        : !members ||
+            healthyVoters.length < Math.max(voters.length, c.spec.size ?? EtcdClusterSpecDefaults.size)
           ? 'Degraded'
           : 'Ready';
   // Nothing known is said: no leader while none answers (the printer column must not show a stale one).
@@ -43,7 +44,7 @@ export const statusFrom = (
     ...(leader ? { leader } : {}),
     size: voters.length,
     readyMembers: healthyVoters.length,
-    ready: `${healthyVoters.length}/${c.spec.size ?? 3}`,
+    ready: `${healthyVoters.length}/${c.spec.size ?? EtcdClusterSpecDefaults.size}`,
     ...(versions[0] ? { version: versions[0] } : {}),
     // The member list as last seen (kept when none answered: it names the volumes to restart on).
     members: members

@@ -7,7 +7,7 @@ import type {
   V1Service,
   V1StatefulSet,
 } from '@kubernetes/client-node';
-import type { RedisCluster } from '../api/generated.ts';
+import { type RedisCluster, RedisClusterSpecDefaults } from '../api/generated.ts';
 import { imageOf, LABEL, namesOf, REDIS_PORT, selectorLabels } from './names.ts';
 import { renderAuthConf, renderRedisConf } from './redis-conf.ts';
 
@@ -42,7 +42,7 @@ export const renderedConfig = (rc: RedisCluster) => {
   const conf = renderRedisConf(rc.spec.config ?? {}, {
     authInclude: `${AUTH_DIR}/${AUTH_CONF_KEY}`,
     dataDir: DATA_DIR,
-    replicas: rc.spec.replicas ?? 3,
+    replicas: rc.spec.replicas ?? RedisClusterSpecDefaults.replicas,
   });
   return { conf, key: `redis-${hashOf(conf)}.conf` };
 };
@@ -143,7 +143,7 @@ export const statefulSetFor = (
   /** The ConfigMap key of the current redis.conf (renderedConfig). */
   configKey: string,
   /** More than spec.replicas while the master sits beyond the new size (see reconcile). */
-  replicas = rc.spec.replicas ?? 3,
+  replicas = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas,
 ): V1StatefulSet => {
   const n = namesOf(rc);
   const sel = selectorLabels(n.name);
@@ -211,7 +211,7 @@ export const statefulSetFor = (
           spec: {
             accessModes: ['ReadWriteOnce'],
             ...(storage.storageClassName ? { storageClassName: storage.storageClassName } : {}),
-            resources: { requests: { storage: storage.size ?? '1Gi' } },
+            resources: { requests: { storage: storage.size ?? RedisClusterSpecDefaults.storage.size } },
           },
         },
       ],

@@ -1,5 +1,5 @@
 import { parseDuration } from '../api/duration.ts';
-import type { RedisCluster } from '../api/generated.ts';
+import { type RedisCluster, RedisClusterSpecDefaults } from '../api/generated.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
 import { FAILOVER_AFTER_MIN } from './admission.ts';
 import { REDIS_PORT } from './names.ts';
@@ -100,7 +100,7 @@ export const assessHealth = (
   outages: OutageWatch = processOutages,
 ): Assessment => {
   const masterName = rc.status?.master;
-  const desired = rc.spec.replicas ?? 3;
+  const desired = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas;
   const m = instances.find((i) => i.pod === masterName);
   const since = rc.status?.failover?.masterUnreachableSince;
   const ahead = masterBehind(instances, m, rc.status?.replication);
@@ -108,7 +108,7 @@ export const assessHealth = (
 
   if (!answers(m) || ahead) {
     const start = since ?? now.toISOString();
-    const after = rc.spec.failover?.after ?? '5s';
+    const after = rc.spec.failover?.after ?? RedisClusterSpecDefaults.failover.after;
     // Never below the floor admission enforces, whatever an older object says.
     const afterMs = Math.max(parseDuration(after), parseDuration(FAILOVER_AFTER_MIN));
     // What decides: this process's own watch of this outage, skew-free. The record's age by this
@@ -116,7 +116,7 @@ export const assessHealth = (
     // over late has watched less than the replicas have been cut off).
     const downMs = outages.observe(clusterKey, masterName ?? '', start);
     const recordedMs = now.getTime() - Date.parse(start);
-    const enabled = rc.spec.failover?.enabled ?? true;
+    const enabled = rc.spec.failover?.enabled ?? RedisClusterSpecDefaults.failover.enabled;
     const { safe, refused } = promotionCandidates(instances, {
       master: masterName,
       history: rc.status?.replication,

@@ -1,4 +1,4 @@
-import type { RedisCluster } from '../api/generated.ts';
+import { type RedisCluster, RedisClusterSpecDefaults } from '../api/generated.ts';
 import { redisEngine } from '../engines/redis.ts';
 import { ENGINE_LABEL, MANAGED_BY_TIDEWAY } from '../engines/types.ts';
 
@@ -45,7 +45,7 @@ export const selectorLabels = (name: string) => ({
 
 /** `redis:<version>` unless the user named an image. */
 export const imageOf = (rc: Pick<RedisCluster, 'spec'>) =>
-  rc.spec.image || `redis:${rc.spec.version ?? '7.0'}`;
+  rc.spec.image || `redis:${rc.spec.version ?? RedisClusterSpecDefaults.version}`;
 
 /** Ordinal of a StatefulSet pod name, or -1. */
 export const ordinalOf = (clusterName: string, pod: string) => {

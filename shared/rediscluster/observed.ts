@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { RedisCluster, RedisClusterStatus } from '../api/generated.ts';
+import { type RedisCluster, RedisClusterSpecDefaults, type RedisClusterStatus } from '../api/generated.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
 import { bootstrapPending } from './bootstrap.ts';
 import { REDIS_PORT } from './names.ts';
@@ -43,7 +43,7 @@ export const observe = (
   master: string | undefined,
   pods: readonly V1Pod[],
 ): Observed => {
-  const desired = rc.spec.replicas ?? 3;
+  const desired = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas;
   const m = instances.find((i) => i.pod === master);
   const masterServes = m?.replication?.role === 'master' && m.podReady;
   const nodes = instances

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import type { Backup, EtcdCluster } from '../../api/generated.ts';
+import {
+  type Backup,
+  BackupSpecDefaults,
+  type EtcdCluster,
+  EtcdClusterSpecDefaults,
+} from '../../api/generated.ts';
 import { clusterRefOf } from '../../backup/cluster-ref.ts';
 import { COMPRESSIONS } from '../../backup/compression.ts';
 import type { BackupStoreSpec } from '../../backup/store-config.ts';
@@ -69,7 +74,7 @@ export const restoreSourceOf = (
       message: `Backup ${name} records no store, location or SHA-256 to restore from (status.store, status.location, status.sha256)`,
       retry: false,
     };
-  const want = minor(c.spec.version ?? '3.6');
+  const want = minor(c.spec.version ?? EtcdClusterSpecDefaults.version);
   const have = minor(s.etcdVersion);
   if (want && have && Number(have) > Number(want))
     return {
@@ -84,7 +89,7 @@ export const restoreSourceOf = (
     sha256: s.sha256,
     size: s.size ?? 0,
     dbSize: s.rdbSize ?? 0,
-    compression: store.compression ?? 'zstd',
+    compression: store.compression ?? BackupSpecDefaults.store.compression,
     encryptionSecret: store.encryption?.secretName ?? '',
   };
 };
