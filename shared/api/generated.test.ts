@@ -3,9 +3,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fillCelBlocks } from './cel-blocks.ts';
-import { generate } from './codegen.ts';
+import { defaultsOf, generate } from './codegen.ts';
 import { crdFiles, crdTexts } from './crds.ts';
-import { zBackupSchedule, zRedisClusterSpec, zRestoreSpec } from './generated.ts';
+import { RedisClusterSpecDefaults, zBackupSchedule, zRedisClusterSpec, zRestoreSpec } from './generated.ts';
 import { CEL_BLOCKS } from './rules.ts';
 
 describe('API types generated from crds/', () => {
@@ -24,6 +24,21 @@ describe('API types generated from crds/', () => {
         fillCelBlocks(text, CEL_BLOCKS[file] ?? {}) === text,
         `crds/${file} is stale: run npm run gen:api`,
       ).toBe(true);
+  });
+
+  it('carry each field’s default from the CRD, nested as in the spec; an object’s own {} is no default', () => {
+    expect(
+      defaultsOf({
+        properties: {
+          size: { type: 'integer', default: 3 },
+          name: { type: 'string' },
+          storage: { type: 'object', default: {}, properties: { size: { type: 'string', default: '1Gi' } } },
+          empty: { type: 'object', default: {}, properties: { x: { type: 'string' } } },
+        },
+      }),
+    ).toEqual({ size: 3, storage: { size: '1Gi' } });
+    // What the code assumes when a field is absent is what the API server would have filled in.
+    expect(RedisClusterSpecDefaults).toMatchObject({ replicas: 3, failover: { enabled: true, after: '5s' } });
   });
 
   it('validate what the schemas say', () => {
