@@ -17,6 +17,7 @@ import {
   makeCerts,
   type TlsFiles,
   until,
+  withRestoredSnapshot,
 } from './cluster.ts';
 
 const run = promisify(execFile);
@@ -250,26 +251,10 @@ describe('etcd client against a real 3-member cluster', () => {
     expect(st.revision).toBeGreaterThanOrEqual(last);
     expect(st.totalKey).toBeGreaterThanOrEqual(48);
     // Restore it into a new one-member cluster and read a key back: the file is a usable backup.
-    const restored = new LocalEtcd(join(dir, 'restored'));
-    const r0 = await restored.define('r0');
-    await run(etcdutl, [
-      'snapshot',
-      'restore',
-      file,
-      `--data-dir=${r0.dataDir}`,
-      '--name=r0',
-      `--initial-cluster=r0=${r0.peerURL}`,
-      `--initial-advertise-peer-urls=${r0.peerURL}`,
-    ]);
-    await restored.start(r0, [r0], 'new');
-    const rc = createEtcdClient({ endpoints: [r0.clientURL] });
-    try {
+    await withRestoredSnapshot(etcdutl, file, join(dir, 'restored'), async (rc) => {
       const kv = await until('the restored member serving', 30_000, () => rc.get('bulk/47'));
       expect(kv.value.equals(value)).toBe(true);
-    } finally {
-      rc.close();
-      await restored.stop();
-    }
+    });
   });
 
   it('fails over reads past a dead endpoint; a call to it alone is a retryable connection error', async () => {

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { binDir, cacheDir } from '../../infra/testbed/paths.ts';
+import type { EtcdClient } from '../../shared/etcd/client.ts';
+import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 
 const run = promisify(execFile);
 
@@ -176,6 +178,38 @@ export class LocalEtcd {
     return readFile(join(this.#dir, `${m.name}.log`), 'utf8').catch(() => '');
   }
 }
+
+/**
+ * A snapshot file as a backup is used: `etcdutl snapshot restore` into a new one-member cluster on
+ * this machine (under `dir`), started; `use` reads it through a client, then it stops.
+ */
+export const withRestoredSnapshot = async <T>(
+  etcdutl: string,
+  file: string,
+  dir: string,
+  use: (c: EtcdClient) => Promise<T>,
+): Promise<T> => {
+  const restored = new LocalEtcd(dir);
+  const r0 = await restored.define('r0');
+  await run(etcdutl, [
+    'snapshot',
+    'restore',
+    file,
+    `--data-dir=${r0.dataDir}`,
+    '--name=r0',
+    `--initial-cluster=r0=${r0.peerURL}`,
+    `--initial-advertise-peer-urls=${r0.peerURL}`,
+  ]);
+  await restored.start(r0, [r0], 'new');
+  const c = createEtcdClient({ endpoints: [r0.clientURL] });
+  try {
+    await until('the restored member serving', 30_000, () => c.status(r0.clientURL, { timeoutMs: 2000 }));
+    return await use(c);
+  } finally {
+    c.close();
+    await restored.stop();
+  }
+};
 
 /** Polls `fn` until it returns non-undefined or `ms` pass; the last error in the message. */
 export const until = async <T>(what: string, ms: number, fn: () => Promise<T | undefined>): Promise<T> => {

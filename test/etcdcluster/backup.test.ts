@@ -9,28 +9,13 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { zManifest } from '../../shared/backup/manifest.ts';
 import { openStored } from '../../shared/backup/pipeline.ts';
-import type { EtcdClient } from '../../shared/etcd/client.ts';
-import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
-import type { KeyValue } from '../../shared/etcd/types.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
-import { backups, bedStore, keyOf } from '../backup/support/backups.ts';
-import { findEtcdutl, LocalEtcd, until as untilEtcd } from '../etcd/cluster.ts';
+import { backups, bedStore, bedStoreSpec, keyOf } from '../backup/support/backups.ts';
+import { findEtcdutl, withRestoredSnapshot } from '../etcd/cluster.ts';
 import { bed } from '../support/bed.ts';
-import { etcdFunctionsFor } from './support.ts';
+import { createSecret, etcdFunctionsFor, type KeyRecord, keysWithRevisions } from './support.ts';
 
-const run = promisify(execFile);
-
-/** What a key is in etcd, revisions included: a restore must give back exactly this. */
-const record = (kv: KeyValue) => ({
-  key: kv.key.toString('latin1'),
-  value: kv.value.toString('base64'),
-  createRevision: kv.createRevision,
-  modRevision: kv.modRevision,
-  version: kv.version,
-});
-
-const everything = async (c: EtcdClient) =>
-  (await c.range({ prefix: 'k/', limit: 10_000 })).kvs.map(record).sort((a, b) => a.key.localeCompare(b.key));
+const _run = promisify(execFile);
 
 /**
  * Issue 15, item 5: an EtcdCluster backed up through etcd's snapshot API into the same store as
@@ -49,7 +34,7 @@ describe('etcd backup', () => {
   const store = bedStore(b);
   const key = randomBytes(32);
   let dir = '';
-  let written: ReturnType<typeof record>[] = [];
+  let written: KeyRecord[] = [];
 
   /** The pod of the member that leads now, as etcd says (not status, which may lag). */
   const leaderPod = async () => {
@@ -63,16 +48,7 @@ describe('etcd backup', () => {
     }
   };
 
-  const secret = (name: string, data: Record<string, Buffer | string>) =>
-    b.core.createNamespacedSecret({
-      namespace: ns(),
-      body: {
-        metadata: { name },
-        data: Object.fromEntries(
-          Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-        ),
-      },
-    });
+  const secret = (name: string, data: Record<string, Buffer | string>) => createSecret(b, ns(), name, data);
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'twbed-etcd-backup-'));
@@ -83,19 +59,7 @@ describe('etcd backup', () => {
     await secret('backup-key', { key });
     await etcd.apply('main', {
       size: 3,
-      backup: {
-        store: {
-          s3: {
-            bucket: s3.bucket,
-            endpoint: s3.endpoint,
-            forcePathStyle: true,
-            prefix: `e2e/${ns()}`,
-            credentialsSecret: { name: 's3-creds' },
-          },
-          compression: 'zstd',
-          encryption: { secretName: 'backup-key' },
-        },
-      },
+      backup: { store: bedStoreSpec(b, `e2e/${ns()}`, { encryption: { secretName: 'backup-key' } }) },
     });
     await etcd.ready('main', 3);
     // Keys with a history: overwritten ones (version > 1), a deleted one, binary values.
@@ -105,7 +69,7 @@ describe('etcd backup', () => {
       for (let i = 0; i < 10; i++) await c.put(`k/${String(i).padStart(2, '0')}`, `again-${i}`);
       await c.put('gone', 'soon');
       await c.delete('gone');
-      written = await everything(c);
+      written = await keysWithRevisions(c);
     } finally {
       c.close();
     }
@@ -161,27 +125,10 @@ describe('etcd backup', () => {
     const etcdutl = await findEtcdutl();
     if (!etcdutl)
       throw new Error('etcdutl is not built: infra/testbed/build/build-go.sh <cache> etcd-images');
-    const restored = new LocalEtcd(join(dir, 'restored'));
-    const r0 = await restored.define('r0');
-    await run(etcdutl, [
-      'snapshot',
-      'restore',
-      file,
-      `--data-dir=${r0.dataDir}`,
-      '--name=r0',
-      `--initial-cluster=r0=${r0.peerURL}`,
-      `--initial-advertise-peer-urls=${r0.peerURL}`,
-    ]);
-    await restored.start(r0, [r0], 'new');
-    const rc = createEtcdClient({ endpoints: [r0.clientURL] });
-    try {
-      await untilEtcd('the restored member serving', 30_000, () => rc.get('k/00'));
-      expect(await everything(rc)).toEqual(written);
+    await withRestoredSnapshot(etcdutl, file, join(dir, 'restored'), async (rc) => {
+      expect(await keysWithRevisions(rc)).toEqual(written);
       expect(await rc.get('gone')).toBeUndefined();
-    } finally {
-      rc.close();
-      await restored.stop();
-    }
+    });
   });
 
   it('takes `source: master` from the leader', async () => {

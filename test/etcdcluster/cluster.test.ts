@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { ETCD_IMAGES } from '../../shared/etcdcluster/names.ts';
 import { bed, until } from '../support/bed.ts';
 import { etcdctlJob, etcdFunctionsFor } from './support.ts';
+
+const etcdImage = ETCD_IMAGES['3.6'];
 
 /**
  * EtcdClusters end to end with the product's functions (watcher, two etcd-reconcile replicas, each
@@ -171,6 +174,42 @@ describe('etcd cluster', () => {
     });
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
     expect(after.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it('never takes over a pod of a member’s name that is not its own: it waits with PodConflict and leaves it', async () => {
+    // A pod someone else made, named as the first member of `taken` would be (and with its labels).
+    const foreign = await b.core.createNamespacedPod({
+      namespace: ns(),
+      body: {
+        metadata: {
+          name: 'taken-etcd-0',
+          labels: { 'app.kubernetes.io/name': 'etcd', 'app.kubernetes.io/instance': 'taken' },
+        },
+        spec: {
+          containers: [{ name: 'etcd', image: etcdImage, command: ['/usr/local/bin/etcd', '--version'] }],
+          restartPolicy: 'Never',
+        },
+      },
+    });
+    await etcd.apply('taken', { size: 1 });
+    const c = await until(
+      'Ready=False PodConflict',
+      async () => {
+        const x = await etcd.get('taken');
+        const r = (
+          x.status?.conditions as { type: string; reason: string; message: string }[] | undefined
+        )?.find((k) => k.type === 'Ready');
+        return r?.reason === 'PodConflict' ? r : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(c.message).toContain('taken-etcd-0');
+    const after = await b.core.readNamespacedPod({ namespace: ns(), name: 'taken-etcd-0' });
+    expect(after.metadata?.uid).toBe(foreign.metadata?.uid);
+    expect(after.metadata?.deletionTimestamp).toBeUndefined();
+    // It is not counted as a member either.
+    expect((await etcd.get('taken')).status?.readyMembers ?? 0).toBe(0);
   });
 
   it('refuses bad input at admission with a message that says what to fix', async () => {

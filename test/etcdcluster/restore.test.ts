@@ -4,24 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureImage } from '../../scripts/image/build.ts';
 import type { EtcdCluster } from '../../shared/api/generated.ts';
-import type { EtcdClient } from '../../shared/etcd/client.ts';
-import type { KeyValue } from '../../shared/etcd/types.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
-import { backups, bedStore, keyOf } from '../backup/support/backups.ts';
+import { backups, bedStore, bedStoreSpec, keyOf } from '../backup/support/backups.ts';
 import { bed, until } from '../support/bed.ts';
-import { etcdFunctionsFor } from './support.ts';
+import { createSecret, etcdFunctionsFor, type KeyRecord, keysWithRevisions } from './support.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-const record = (kv: KeyValue) => ({
-  key: kv.key.toString('latin1'),
-  value: kv.value.toString('base64'),
-  createRevision: kv.createRevision,
-  modRevision: kv.modRevision,
-  version: kv.version,
-});
-const everything = async (c: EtcdClient) =>
-  (await c.range({ prefix: 'k/', limit: 10_000 })).kvs.map(record).sort((a, b) => a.key.localeCompare(b.key));
 
 const readyCondition = (c: EtcdCluster) =>
   findCondition(c.status?.conditions as never, 'Ready') as
@@ -48,29 +36,9 @@ describe('etcd restore into a new cluster', () => {
   const bk = backups(b, ns);
   const { s3 } = b.info;
   const store = bedStore(b);
-  let written: ReturnType<typeof record>[] = [];
+  let written: KeyRecord[] = [];
 
-  const secret = (name: string, data: Record<string, Buffer | string>) =>
-    b.core.createNamespacedSecret({
-      namespace: ns(),
-      body: {
-        metadata: { name },
-        data: Object.fromEntries(
-          Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-        ),
-      },
-    });
-  const storeSpec = () => ({
-    s3: {
-      bucket: s3.bucket,
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      prefix: `e2e/${ns()}`,
-      credentialsSecret: { name: 's3-creds' },
-    },
-    compression: 'zstd',
-    encryption: { secretName: 'backup-key' },
-  });
+  const secret = (name: string, data: Record<string, Buffer | string>) => createSecret(b, ns(), name, data);
   /** Waits for Ready=False with `reason`; never Ready meanwhile. */
   const refused = (name: string, reason: string, timeoutMs = 120_000) =>
     until(
@@ -91,7 +59,10 @@ describe('etcd restore into a new cluster', () => {
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
     });
     await secret('backup-key', { key: randomBytes(32) });
-    await etcd.apply('src', { size: 1, backup: { store: storeSpec() } });
+    await etcd.apply('src', {
+      size: 1,
+      backup: { store: bedStoreSpec(b, `e2e/${ns()}`, { encryption: { secretName: 'backup-key' } }) },
+    });
     await etcd.ready('src', 1);
     const c = await etcd.client('src');
     try {
@@ -99,7 +70,7 @@ describe('etcd restore into a new cluster', () => {
       for (let i = 0; i < 8; i++) await c.put(`k/${String(i).padStart(2, '0')}`, `again-${i}`);
       await c.put('k/gone', 'soon');
       await c.delete('k/gone');
-      written = await everything(c);
+      written = await keysWithRevisions(c);
     } finally {
       c.close();
     }
@@ -114,7 +85,7 @@ describe('etcd restore into a new cluster', () => {
     expect(ready.status?.bootstrap?.completedAt).toBeTruthy();
     const c = await etcd.client('copy');
     try {
-      expect(await everything(c)).toEqual(written);
+      expect(await keysWithRevisions(c)).toEqual(written);
       expect(await c.get('k/gone')).toBeUndefined();
       // It is a cluster of its own: writes go on from the restored revision.
       const before = Math.max(...written.map((w) => w.modRevision));

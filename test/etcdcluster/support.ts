@@ -1,8 +1,11 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import type { EtcdCluster } from '../../shared/api/generated.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
+import type { KeyValue } from '../../shared/etcd/types.ts';
 import { imageOf } from '../../shared/etcdcluster/names.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { type bed, createNamespace, until } from '../support/bed.ts';
@@ -38,6 +41,41 @@ export const logsOnFailure = (workers: () => readonly Worker[]) => {
     ctx.onTestFailed(() => {
       for (const w of workers())
         process.stderr.write(`--- function ${w.pid} ---\n${w.output().slice(-20_000)}\n`);
+    });
+  });
+};
+
+/**
+ * On a failed test, what the member pods were: address, phase, restarts, and the end of each
+ * container's log on the bed (there is no `kubectl logs`), and each cluster's status. A member
+ * that never joined says why only there.
+ */
+export const podLogsOnFailure = (b: ReturnType<typeof bed>, ns: () => string) => {
+  beforeEach((ctx) => {
+    ctx.onTestFailed(async () => {
+      const out: string[] = [];
+      const pods = await b.core
+        .listNamespacedPod({ namespace: ns(), labelSelector: 'app.kubernetes.io/name=etcd' })
+        .catch(() => ({ items: [] as V1Pod[] }));
+      for (const p of pods.items) {
+        const uid = p.metadata?.uid ?? '';
+        const states = (p.status?.containerStatuses ?? []).map(
+          (s) => `${s.name} ready=${s.ready} restarts=${s.restartCount} ${JSON.stringify(s.state)}`,
+        );
+        out.push(
+          `--- pod ${p.metadata?.name} ${uid} ip=${p.status?.podIP} ${p.status?.phase}${p.metadata?.deletionTimestamp ? ' deleting' : ''} ---`,
+          ...states,
+        );
+        const dir = join(b.info.dir, 'node', 'pods', uid);
+        for (const f of (await readdir(dir).catch(() => [] as string[])).filter((x) => x.endsWith('.log')))
+          out.push(`>> ${f}`, (await readFile(join(dir, f), 'utf8').catch(() => '')).slice(-12_000));
+      }
+      const clusters = (await b.custom
+        .listNamespacedCustomObject({ ...ETCD, namespace: ns() })
+        .catch(() => ({ items: [] }))) as { items: EtcdCluster[] };
+      for (const c of clusters.items)
+        out.push(`--- EtcdCluster ${c.metadata.name} status ---`, JSON.stringify(c.status, null, 1));
+      process.stderr.write(`${out.join('\n')}\n`);
     });
   });
 };
@@ -114,6 +152,7 @@ export const etcdFunctionsFor = (
   let ns = '';
   let workers: Worker[] = [];
   logsOnFailure(() => workers);
+  podLogsOnFailure(b, () => ns);
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, prefix);
@@ -127,3 +166,34 @@ export const etcdFunctionsFor = (
   });
   return { ns: () => ns, etcd: etcdClusters(b, () => ns) };
 };
+
+/** A key as etcd holds it, revisions included: what a backup must give back exactly. */
+const recordOf = (kv: KeyValue) => ({
+  key: kv.key.toString('latin1'),
+  value: kv.value.toString('base64'),
+  createRevision: kv.createRevision,
+  modRevision: kv.modRevision,
+  version: kv.version,
+});
+export type KeyRecord = ReturnType<typeof recordOf>;
+
+/** Every key under `k/` with its value and revisions, in key order. */
+export const keysWithRevisions = async (c: EtcdClient): Promise<KeyRecord[]> =>
+  (await c.range({ prefix: 'k/', limit: 10_000 })).kvs
+    .map(recordOf)
+    .sort((a, b) => a.key.localeCompare(b.key));
+
+/** A Secret in the namespace from raw values (base64 done here). */
+export const createSecret = (
+  b: ReturnType<typeof bed>,
+  ns: string,
+  name: string,
+  data: Record<string, Buffer | string>,
+) =>
+  b.core.createNamespacedSecret({
+    namespace: ns,
+    body: {
+      metadata: { name },
+      data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    },
+  });
