@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EtcdCluster } from '../api/generated.ts';
-import { pdbFor, podFor, pvcFor, servicesFor } from './desired.ts';
+import { joinOf, pdbFor, podFor, pvcFor, servicesFor } from './desired.ts';
 import { imageOf, memberOfPeerURL } from './names.ts';
 
 const c = (spec: Partial<EtcdCluster['spec']> = {}): EtcdCluster => ({
@@ -29,6 +29,15 @@ describe('an EtcdCluster’s objects', () => {
     expect(peers?.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true });
     expect(memberOfPeerURL(c(), 'http://main-etcd-7.main-etcd-peers.prod.svc:2380')).toBe('main-etcd-7');
     expect(memberOfPeerURL(c(), 'http://main-etcd-7.other-etcd-peers.prod.svc:2380')).toBeUndefined();
+  });
+
+  it('reads back how a member pod joins from its flags', () => {
+    const join = {
+      state: 'existing' as const,
+      initialCluster: ['main-etcd-0', 'main-etcd-2', 'main-etcd-3'],
+    };
+    expect(joinOf(podFor(c(), 'main-etcd-3', join))).toEqual(join);
+    expect(joinOf({ spec: { containers: [{ name: 'etcd', args: [] }] } })).toBeUndefined();
   });
 
   it('keeps volumes out of the garbage collector’s reach, marked with the cluster they belong to', () => {

@@ -257,6 +257,19 @@ export const podFor = (c: Owner, member: string, join: Join, restore?: RestoreFr
   };
 };
 
+/**
+ * How a member pod's etcd joins the first time it starts, read back from its flags (podFor's):
+ * the member names of its `--initial-cluster`.
+ */
+export const joinOf = (pod: V1Pod): Join | undefined => {
+  const args = pod.spec?.containers.find((x) => x.name === 'etcd')?.args ?? [];
+  const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const state = flag('initial-cluster-state');
+  const cluster = flag('initial-cluster');
+  if ((state !== 'new' && state !== 'existing') || cluster === undefined) return undefined;
+  return { state, initialCluster: cluster.split(',').flatMap((m) => m.split('=')[0] || []) };
+};
+
 /** The member a pod or PVC of this cluster is for. */
 export const memberOf = (o: { metadata?: { labels?: Record<string, string> } }) =>
   o.metadata?.labels?.[MEMBER_LABEL];

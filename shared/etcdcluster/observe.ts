@@ -4,7 +4,7 @@ import type { EtcdClient } from '../etcd/client.ts';
 import { createEtcdClient } from '../etcd/gateway-client.ts';
 import { memberIdToHex } from '../etcd/ids.ts';
 import type { EndpointStatus } from '../etcd/types.ts';
-import { memberOf } from './desired.ts';
+import { joinOf, memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
 import { CLIENT_PORT, imageOf, memberOfPeerURL, namesOf } from './names.ts';
 import type { MemberState, Observed, PodState } from './plan.ts';
@@ -104,6 +104,7 @@ export const observe = async (
         ended: p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded',
         ready: p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
         image: p.spec?.containers?.[0]?.image ?? '',
+        join: joinOf(p),
       },
     ];
   });

@@ -202,6 +202,64 @@ describe('planStep', () => {
     });
   });
 
+  it('starts a learner’s pod again when a member left before the learner first started: etcd would refuse its member list forever', () => {
+    // e-1's volume is deleted while it serves: a learner e-3 is added, and its pod made with the
+    // member list of then (e-1 in it).
+    const doomed = cluster(3, { volumes: ['e-0', 'e-2'], volumesDeleting: ['e-1'] });
+    expect(planStep(doomed)).toEqual({ kind: 'addLearner', member: 'e-3' });
+    const added = {
+      ...doomed,
+      members: [...(doomed.members ?? []), member(3, { learner: true, started: false })],
+    };
+    const create = planStep(added);
+    expect(create).toEqual({
+      kind: 'createMember',
+      member: 'e-3',
+      join: { state: 'existing', initialCluster: ['e-0', 'e-1', 'e-2', 'e-3'] },
+      volume: 'new',
+    });
+    const learnerPod = (initialCluster: string[]) => ({
+      member: 'e-3',
+      healthy: false,
+      deleting: false,
+      image: IMAGE,
+      join: { state: 'existing' as const, initialCluster },
+    });
+    const made = { ...added, pods: [...added.pods, learnerPod(['e-0', 'e-1', 'e-2', 'e-3'])] };
+    expect(planStep(made)).toMatchObject({ kind: 'wait', reason: 'LearnerStarting' });
+    // e-1's pod goes with its volume before the learner's etcd ever started: e-1 leaves.
+    const lost = {
+      ...made,
+      volumesDeleting: [],
+      pods: made.pods.filter((p) => p.member !== 'e-1'),
+    };
+    expect(planStep(lost)).toEqual({ kind: 'removeMember', member: 'e-1', id: '101', reason: 'VolumeLost' });
+    // The learner's pod still names e-1: it goes, and comes back with the list of now.
+    const left = { ...lost, members: lost.members?.filter((m) => m.name !== 'e-1') };
+    expect(planStep(left)).toEqual({ kind: 'deletePod', member: 'e-3', reason: 'Rejoin' });
+    const going = {
+      ...left,
+      pods: left.pods.map((p) => (p.member === 'e-3' ? { ...p, deleting: true } : p)),
+    };
+    expect(planStep(going)).toMatchObject({ kind: 'wait', reason: 'LearnerStarting' });
+    const gone = { ...left, pods: left.pods.filter((p) => p.member !== 'e-3') };
+    expect(planStep(gone)).toEqual({
+      kind: 'createMember',
+      member: 'e-3',
+      join: { state: 'existing', initialCluster: ['e-0', 'e-2', 'e-3'] },
+      volume: 'new',
+    });
+    const again = { ...gone, pods: [...gone.pods, learnerPod(['e-0', 'e-2', 'e-3'])] };
+    expect(planStep(again)).toMatchObject({ kind: 'wait', reason: 'LearnerStarting' });
+    // Once started it has data, and etcd ignores the flags: its pod is never restarted for them.
+    const started = {
+      ...left,
+      members: left.members?.map((m) => (m.name === 'e-3' ? { ...m, started: true } : m)),
+      pods: left.pods.map((p) => (p.member === 'e-3' ? { ...p, healthy: true } : p)),
+    };
+    expect(planStep(started)).toEqual({ kind: 'promote', member: 'e-3', id: '103' });
+  });
+
   it('upgrades followers first, in order, then moves leadership, then the old leader', () => {
     const o = cluster(3);
     o.pods = o.pods.map((p) => ({ ...p, image: OLD }));

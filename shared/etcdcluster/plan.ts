@@ -21,6 +21,8 @@ export type PodState = {
   /** Its Ready condition (the readiness probe): only then does the client Service route to it. */
   ready?: boolean;
   image: string;
+  /** How it starts its member the first time (its flags): etcd ignores them once it has data. */
+  join?: Join;
 };
 
 export type Observed = {
@@ -63,7 +65,7 @@ export type Step =
   | { kind: 'promote'; member: string; id: string }
   | { kind: 'removeMember'; member: string; id: string; reason: 'ScaleDown' | 'VolumeLost' }
   | { kind: 'moveLeader'; from: string; to: string; toMember: string }
-  | { kind: 'deletePod'; member: string; reason: 'Removed' | 'Upgrade' | 'Stray' | 'Ended' }
+  | { kind: 'deletePod'; member: string; reason: 'Removed' | 'Upgrade' | 'Stray' | 'Ended' | 'Rejoin' }
   | { kind: 'deleteVolume'; member: string }
   | { kind: 'wait'; reason: string; message: string }
   | { kind: 'converged' };
@@ -199,6 +201,21 @@ export const planStep = (o: Observed): Step => {
   );
   if (wrong) return { kind: 'deletePod', member: wrong.name, reason: 'Upgrade' };
 
+  // A member that never started, whose pod joins with another member list than there is now (a
+  // member left after its pod was made): etcd refuses to join with it ("member count is unequal",
+  // "no match found for existing member") at every restart of the container, so it would never
+  // start. Its pod goes, and is made again (above) with the member list of now.
+  const misjoined = members.find((m) => {
+    const join = pods.get(m.name)?.join;
+    return (
+      !m.started &&
+      !pods.get(m.name)?.deleting &&
+      join?.state === 'existing' &&
+      !sameNames(join.initialCluster, names)
+    );
+  });
+  if (misjoined) return { kind: 'deletePod', member: misjoined.name, reason: 'Rejoin' };
+
   const learner = members.find((m) => m.learner);
   if (learner) {
     if (!learner.started || !healthy(learner))
@@ -263,6 +280,9 @@ export const planStep = (o: Observed): Step => {
     };
   return { kind: 'converged' };
 };
+
+const sameNames = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && [...a].sort().join() === [...b].sort().join();
 
 const unhealthy = (members: readonly MemberState[], healthy: (m: MemberState) => boolean): Step => ({
   kind: 'wait',
