@@ -410,11 +410,18 @@ const act = async (
         }),
       );
       return {
-        reason: step.reason === 'Upgrade' ? 'MemberUpgrading' : 'PodDeleted',
+        reason:
+          step.reason === 'Upgrade'
+            ? 'MemberUpgrading'
+            : step.reason === 'Rejoin'
+              ? 'MemberRejoining'
+              : 'PodDeleted',
         message:
           step.reason === 'Upgrade'
-            ? `restarting ${step.member} on ${n.name}'s new image`
-            : `deleted ${step.member}'s pod: it is no longer a member`,
+            ? `restarting ${step.member} on ${n.name}'s new pod template (image or resources)`
+            : step.reason === 'Rejoin'
+              ? `restarting ${step.member}: a member left before it first started, and etcd refuses the member list its pod was made with`
+              : `deleted ${step.member}'s pod: it is no longer a member`,
         ...(step.reason === 'Upgrade' ? { wait: true } : {}),
       };
     }

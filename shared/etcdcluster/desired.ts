@@ -5,7 +5,7 @@ import type {
   V1ResourceRequirements,
   V1Service,
 } from '@kubernetes/client-node';
-import type { EtcdCluster } from '../api/generated.ts';
+import { type EtcdCluster, EtcdClusterSpecDefaults } from '../api/generated.ts';
 import {
   CLIENT_PORT,
   imageOf,
@@ -18,6 +18,7 @@ import {
   selectorLabels,
 } from './names.ts';
 import type { RestoreSource } from './restore/source.ts';
+import { podTemplateOf, TEMPLATE_ANNOTATION } from './template.ts';
 
 const DATA_MOUNT = '/var/run/etcd';
 
@@ -86,7 +87,7 @@ export const pdbFor = (c: Owner): V1PodDisruptionBudget => ({
   kind: 'PodDisruptionBudget',
   metadata: meta(c, namesOf(c).pdb, 'members'),
   spec: {
-    minAvailable: quorumOf(Math.max(c.spec.size ?? 3, c.status?.size ?? 0)),
+    minAvailable: quorumOf(Math.max(c.spec.size ?? EtcdClusterSpecDefaults.size, c.status?.size ?? 0)),
     selector: { matchLabels: selectorLabels(namesOf(c).name) },
   },
 });
@@ -105,7 +106,7 @@ export const pvcFor = (c: Owner, member: string): V1PersistentVolumeClaim => {
     },
     spec: {
       accessModes: ['ReadWriteOnce'],
-      resources: { requests: { storage: c.spec.storage?.size ?? '1Gi' } },
+      resources: { requests: { storage: c.spec.storage?.size ?? EtcdClusterSpecDefaults.storage.size } },
       ...(c.spec.storage?.storageClassName ? { storageClassName: c.spec.storage.storageClassName } : {}),
     },
   };
@@ -221,6 +222,7 @@ export const podFor = (c: Owner, member: string, join: Join, restore?: RestoreFr
     metadata: {
       ...meta(c, member, 'member'),
       labels: { ...meta(c, member, 'member').labels, [MEMBER_LABEL]: member },
+      annotations: { [TEMPLATE_ANNOTATION]: podTemplateOf(c) },
     },
     spec: {
       hostname: member,

@@ -1,5 +1,5 @@
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import type { EtcdCluster } from '../api/generated.ts';
+import { type EtcdCluster, EtcdClusterSpecDefaults } from '../api/generated.ts';
 import type { EtcdClient } from '../etcd/client.ts';
 import { createEtcdClient } from '../etcd/gateway-client.ts';
 import { memberIdToHex } from '../etcd/ids.ts';
@@ -8,6 +8,7 @@ import { joinOf, memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
 import { CLIENT_PORT, imageOf, memberOfPeerURL, namesOf } from './names.ts';
 import type { MemberState, Observed, PodState } from './plan.ts';
+import { podTemplateOf, TEMPLATE_ANNOTATION } from './template.ts';
 
 /**
  * The leader as the members see it: the claim of the highest term (a cut-off old leader may still
@@ -104,6 +105,7 @@ export const observe = async (
         ended: p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded',
         ready: p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
         image: p.spec?.containers?.[0]?.image ?? '',
+        template: p.metadata?.annotations?.[TEMPLATE_ANNOTATION],
         join: joinOf(p),
       },
     ];
@@ -112,8 +114,9 @@ export const observe = async (
   const bootstrapped = !!c.status?.clusterID;
   const observed: Observed = {
     memberPrefix: namesOf(c).memberPrefix,
-    size: c.spec.size ?? 3,
+    size: c.spec.size ?? EtcdClusterSpecDefaults.size,
     image: imageOf(c),
+    template: podTemplateOf(c),
     bootstrapped,
     ...(c.spec.bootstrap?.fromBackup ? { bootstrapSize: 1 } : {}),
     bootstrapMembers: bootstrapped ? [] : recorded,

@@ -273,6 +273,19 @@ describe('planStep', () => {
     });
   });
 
+  it('rolls out a change of resources like an upgrade; a pod made before pods carried their template is compared by image', () => {
+    const o = cluster(3, { template: 'new' });
+    o.pods = o.pods.map((p) => ({ ...p, template: 'old' }));
+    expect(planStep(o)).toEqual({ kind: 'deletePod', member: 'e-1', reason: 'Upgrade' });
+    o.pods = o.pods.map((p) => (p.member === 'e-0' ? p : { ...p, template: 'new' }));
+    expect(planStep(o)).toEqual({ kind: 'moveLeader', from: '100', to: '101', toMember: 'e-1' });
+    // Same template everywhere: nothing to do. No template on the pods: only the image counts.
+    expect(planStep(cluster(3, { template: 'new' }))).toEqual({ kind: 'converged' });
+    const legacy = cluster(3, { template: 'new' });
+    legacy.pods = legacy.pods.map((p) => ({ ...p, template: undefined }));
+    expect(planStep(legacy)).toEqual({ kind: 'converged' });
+  });
+
   it('restarts no healthy member while another is down; a member down on another image is restarted (costs nothing)', () => {
     const o = cluster(3);
     o.pods = o.pods.map((p) => ({ ...p, image: OLD, healthy: p.member !== 'e-2' }));

@@ -21,6 +21,8 @@ export type PodState = {
   /** Its Ready condition (the readiness probe): only then does the client Service route to it. */
   ready?: boolean;
   image: string;
+  /** The pod template it was made from (image and resources, podTemplateOf); absent on older pods. */
+  template?: string | undefined;
   /** How it starts its member the first time (its flags): etcd ignores them once it has data. */
   join?: Join;
 };
@@ -31,6 +33,8 @@ export type Observed = {
   /** Desired voting members. */
   size: number;
   image: string;
+  /** The pod template the spec makes (image and resources). */
+  template?: string;
   /** The cluster has formed once (status.clusterID): from now on members join, never bootstrap. */
   bootstrapped: boolean;
   /**
@@ -97,6 +101,10 @@ export const nextMemberName = (o: Observed): string => {
  */
 export const planStep = (o: Observed): Step => {
   const pods = new Map(o.pods.map((p) => [p.member, p]));
+  // Made from another template than the spec's: another image, or other resources (a pod made
+  // before pods carried their template is compared by image alone).
+  const outdated = (p: PodState | undefined) =>
+    p?.image !== o.image || (!!o.template && !!p?.template && p.template !== o.template);
   const volumes = new Set(o.volumes);
   const foreign = new Set(o.foreignVolumes ?? []);
   const conflict = (member: string): Step => ({
@@ -196,9 +204,7 @@ export const planStep = (o: Observed): Step => {
 
   // A member running an image other than the spec's while it is down (a bad image rolled back,
   // a learner that never started): restarting it costs nothing.
-  const wrong = members.find(
-    (m) => !healthy(m) && pods.get(m.name)?.image !== o.image && !pods.get(m.name)?.deleting,
-  );
+  const wrong = members.find((m) => !healthy(m) && outdated(pods.get(m.name)) && !pods.get(m.name)?.deleting);
   if (wrong) return { kind: 'deletePod', member: wrong.name, reason: 'Upgrade' };
 
   // A member that never started, whose pod joins with another member list than there is now (a
@@ -250,7 +256,7 @@ export const planStep = (o: Observed): Step => {
       return { kind: 'moveLeader', from: leaderMember.id, to: to.id, toMember: to.name };
   }
 
-  const stale = members.filter((m) => pods.get(m.name)?.image !== o.image);
+  const stale = members.filter((m) => outdated(pods.get(m.name)));
   if (stale.length > 0) {
     if (!allHealthy) return unhealthy(members, healthy);
     const follower = stale
