@@ -6,12 +6,16 @@ import type { TidewayApi } from '../kube.ts';
 import { restore } from './restore.ts';
 
 const meta = (name: string, more: Record<string, unknown> = {}) => ({ name, namespace: 'demo', ...more });
-const backup = (name: string, phase: string | undefined, o: { cluster?: string; safety?: boolean } = {}) =>
+const backup = (
+  name: string,
+  phase: string | undefined,
+  o: { cluster?: string; safety?: boolean; kind?: 'EtcdCluster' } = {},
+) =>
   ({
     apiVersion: 'tideway.dev/v1alpha1',
     kind: 'Backup',
     metadata: meta(name, o.safety ? { labels: { 'tideway.dev/safety-backup': 'true' } } : {}),
-    spec: { cluster: { name: o.cluster ?? 'cache' } },
+    spec: { cluster: { name: o.cluster ?? 'cache', ...(o.kind ? { kind: o.kind } : {}) } },
     ...(phase ? { status: { phase, completedAt: '2026-11-20T03:00:00Z' } } : {}),
   }) as Backup;
 const restoreOf = (name: string, cluster: string, phase?: string) =>
@@ -90,6 +94,12 @@ describe('tideway restore', () => {
       'is Running: only a Completed Backup can be restored; restore it once it has completed',
     );
     expect(await refused(['restore', 'cache', '--backup', 'new'], f)).toContain('is Pending');
+    // A Completed backup of the EtcdCluster namesake: never loaded into the RedisCluster.
+    const etcd = fakeApi({ backups: [backup('cfg', 'Completed', { kind: 'EtcdCluster' })] });
+    expect(await refused(['restore', 'cache', '--backup', 'cfg'], etcd)).toContain(
+      'is a backup of EtcdCluster "cache": a restore loads RedisCluster backups only',
+    );
+    expect(await refused(['restore', 'cache', '--latest'], etcd)).toContain('has no Completed Backup');
     expect(await refused(['restore', 'cache', '--backup', 'ghost'], f)).toBe(
       'Backup "ghost" in namespace "demo" not found',
     );

@@ -1,4 +1,5 @@
 import type { RestoreStatus } from '../../shared/api/generated.ts';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { pickLatest } from '../../shared/backup/latest.ts';
 import type { Command } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
@@ -23,7 +24,13 @@ const refuse = async (c: RestoreCommand, api: TidewayApi, ns: string) => {
   if (cluster.metadata.deletionTimestamp) throw new CliError(`${rdc} is being deleted`);
   if ('backup' in c.source) {
     const name = c.source.backup.name;
-    const phase = (await api.getBackup(ns, name)).status?.phase;
+    const backup = await api.getBackup(ns, name);
+    const of = clusterRefOf(backup.spec);
+    if (of.kind !== 'RedisCluster')
+      throw new CliError(
+        `Backup "${name}" in namespace "${ns}" is a backup of ${of.kind} "${of.name}": a restore loads RedisCluster backups only (an EtcdCluster is made from one with spec.bootstrap.fromBackup)`,
+      );
+    const phase = backup.status?.phase;
     if (phase !== 'Completed')
       throw new CliError(
         `Backup "${name}" in namespace "${ns}" is ${phase ?? 'Pending'}: only a Completed Backup can be restored${phase === 'Failed' ? '' : '; restore it once it has completed'}`,

@@ -19,7 +19,7 @@ import type { HandlerContext } from '../../shared/runtime/handler.ts';
 export const fromBackupOf = async (
   c: EtcdCluster,
   ctx: HandlerContext,
-): Promise<RestoreFrom | SourceProblem | undefined> => {
+): Promise<(RestoreFrom & { backupUid: string }) | SourceProblem | undefined> => {
   const name = c.spec.bootstrap?.fromBackup?.name;
   if (!name || c.status?.clusterID || c.status?.bootstrap?.completedAt) return undefined;
   let raw: unknown;
@@ -30,7 +30,16 @@ export const fromBackupOf = async (
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
-  const source = restoreSourceOf(c, name, raw === undefined ? undefined : zBackup.safeParse(raw).data);
+  const backup = raw === undefined ? undefined : zBackup.safeParse(raw).data;
+  const first = c.status?.bootstrap?.backupUid;
+  // Checked once, then pinned: a Backup made again under the name is another backup.
+  if (backup && first && backup.metadata.uid !== first)
+    return {
+      reason: 'BackupReplaced',
+      message: `Backup ${name} was deleted and made again after this cluster started from it: it may hold other data; delete this EtcdCluster and create it again to start from the new one`,
+      retry: false,
+    };
+  const source = restoreSourceOf(c, name, backup);
   if (isSourceProblem(source)) return source;
   const tidewayImage = ctx.env.TIDEWAY_IMAGE ?? '';
   if (!tidewayImage)
@@ -40,5 +49,5 @@ export const fromBackupOf = async (
         'etcd-reconcile does not know Tideway’s image (TIDEWAY_IMAGE), which fetches the backup into the first member: set it (the Helm chart does)',
       retry: false,
     };
-  return { source, tidewayImage };
+  return { source, tidewayImage, backupUid: backup?.metadata.uid ?? '' };
 };

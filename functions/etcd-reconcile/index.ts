@@ -6,7 +6,14 @@ import { isOutcome, loadObject } from '../../shared/engines/load.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { EtcdError, EtcdReason } from '../../shared/etcd/errors.ts';
 import { memberIdToHex } from '../../shared/etcd/ids.ts';
-import { pdbFor, podFor, pvcFor, type RestoreFrom, servicesFor } from '../../shared/etcdcluster/desired.ts';
+import {
+  pdbFor,
+  podFor,
+  pvcFor,
+  RESTORE_STEPS,
+  type RestoreFrom,
+  servicesFor,
+} from '../../shared/etcdcluster/desired.ts';
 import { finalize } from '../../shared/etcdcluster/finalize.ts';
 import { createIfAbsent, deleteExactly } from '../../shared/etcdcluster/kube.ts';
 import { FIELD_MANAGER, namesOf, OWNER_UID } from '../../shared/etcdcluster/names.ts';
@@ -81,15 +88,19 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const recorder = handlerRecorder(ctx, 'etcd-reconcile');
 
   // A cluster made from a backup: what its first member starts from, checked before any pod exists.
+  const fromBackupName = cluster.spec.bootstrap?.fromBackup?.name;
   const fromBackup = await fromBackupOf(cluster, ctx);
-  if (fromBackup && 'reason' in fromBackup) {
-    const backup = cluster.spec.bootstrap?.fromBackup?.name ?? '';
+  // Once the data is in the first member's volume, a Backup gone since (pruned by retention) is
+  // no reason to stop: only a member that must restore again (its volume lost) waits for it.
+  const problem = fromBackup && 'reason' in fromBackup ? fromBackup : undefined;
+  if (problem && !cluster.status?.bootstrap?.restoredAt) {
+    const backup = fromBackupName ?? '';
     ctx.fence();
     await writeStatus((s) => {
       const next = {
         ...s,
         phase: 'Pending' as const,
-        bootstrap: { backup, reason: fromBackup.reason, message: fromBackup.message },
+        bootstrap: { ...s.bootstrap, backup, reason: problem.reason, message: problem.message },
         observedGeneration: generation,
       };
       return {
@@ -97,15 +108,23 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         conditions: condition(next, {
           type: 'Ready',
           status: 'False',
-          reason: fromBackup.reason,
-          message: fromBackup.message,
+          reason: problem.reason,
+          message: problem.message,
         }),
       };
     });
-    ctx.log.warn('not bootstrapping from the backup', { reason: fromBackup.reason });
-    return fromBackup.retry ? retryAfter(10_000, fromBackup.reason) : done;
+    ctx.log.warn('not bootstrapping from the backup', { reason: problem.reason });
+    return problem.retry ? retryAfter(10_000, problem.reason) : done;
   }
-  const restore: RestoreFrom | undefined = fromBackup;
+  const restore = fromBackup && !('reason' in fromBackup) ? fromBackup : undefined;
+  // The Backup checked first is the one this cluster starts from (BackupReplaced otherwise).
+  if (restore && !cluster.status?.bootstrap?.backupUid) {
+    ctx.fence();
+    await writeStatus((s) => ({
+      ...s,
+      bootstrap: { ...s.bootstrap, ...restoreStatus(restore), backupUid: restore.backupUid },
+    }));
+  }
   let seen: Seen | undefined;
   let step: Step = { kind: 'converged' };
   let client: EtcdClient | undefined;
@@ -125,32 +144,47 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         await writeStatus((s) => ({
           ...s,
           clusterID,
-          ...(restore ? { bootstrap: { ...restoreStatus(restore), completedAt: at } } : {}),
+          ...(fromBackupName ? { bootstrap: { ...s.bootstrap, completedAt: at } } : {}),
         }));
-        if (restore)
+        if (fromBackupName)
           await recorder.record({
             regarding,
             type: 'Normal',
             reason: 'Restored',
             action: 'bootstrap',
-            note: `started from backup ${restore.source.backup} (${locationOf(restore)})`,
+            note: `started from backup ${fromBackupName}${cluster.status?.bootstrap?.location ? ` (${cluster.status.bootstrap.location})` : ''}`,
           });
         continue;
       }
-      const first = o.pods.find((p) => p.metadata?.name === o.observed.bootstrapMembers[0]);
-      // The snapshot is in the first member's volume: its pod starts without the restore steps from
-      // now on. Steps that ran again on a volume restored before (the pod re-created or restarted
-      // before the cluster formed) refuse it: that pod is replaced by one without them.
-      const restored = restore && !cluster.status?.bootstrap?.restoredAt ? restoredOf(first) : undefined;
-      if (restore && restored && first?.metadata?.name) {
-        const at = ctx.clock().toISOString();
-        ctx.fence();
-        await writeStatus((s) => ({
-          ...s,
-          bootstrap: { ...restoreStatus(restore), ...s.bootstrap, restoredAt: at },
-        }));
+      // The pod that carries the restore steps (the first member's, made to start from the backup).
+      const first = o.pods.find(
+        (p) =>
+          !p.metadata?.deletionTimestamp &&
+          (p.spec?.initContainers ?? []).some((x) => x.name === RESTORE_STEPS.restore),
+      );
+      const restored = fromBackupName ? restoredOf(first) : undefined;
+      if (restored && first?.metadata?.name) {
+        const member = first.metadata.name;
+        // The snapshot is in that volume: from now on a pod on it starts without the steps.
+        if (!cluster.status?.bootstrap?.restoredAt) {
+          const volume = await core
+            .readNamespacedPersistentVolumeClaim({
+              namespace: namesOf(cluster).namespace,
+              name: namesOf(cluster).pvc(member),
+            })
+            .catch(() => undefined);
+          const at = ctx.clock().toISOString();
+          ctx.fence();
+          await writeStatus((s) => ({
+            ...s,
+            bootstrap: { ...s.bootstrap, restoredAt: at, restoredVolume: volume?.metadata?.uid ?? '' },
+          }));
+        }
+        // Steps that ran again on a volume they restored (the pod re-created, or its sandbox
+        // restarted, before or after the cluster formed) refuse it: that pod is replaced by one
+        // without them, on the same volume.
         if (restored === 'restoredBefore') {
-          const member = first.metadata.name;
+          ctx.fence();
           await deleteExactly(() =>
             core.deleteNamespacedPod({
               namespace: namesOf(cluster).namespace,
@@ -158,15 +192,16 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
               body: { preconditions: { uid: first.metadata?.uid ?? '' } },
             }),
           );
-          ctx.log.info('restarting the first member without its restore steps: its volume holds the data', {
+          ctx.log.info('restarting a member without its restore steps: its volume holds the data', {
             member,
           });
+          continue;
         }
-        continue;
+        if (!cluster.status?.bootstrap?.restoredAt) continue;
       }
       step = planStep(o.observed);
       // The first member of a cluster made from a backup not starting: say why (its restore steps).
-      if (restore && step.kind === 'wait' && step.reason === 'Bootstrapping') {
+      if (fromBackupName && step.kind === 'wait' && step.reason === 'Bootstrapping') {
         const failed = restoreFailureOf(first);
         if (failed)
           step = {
@@ -188,7 +223,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       }
       previous = step;
       ctx.fence();
-      const note = await act(step, { cluster, client, ctx, core, writeStatus, restore });
+      const note = await act(step, { cluster, client, ctx, core, writeStatus, restore, problem });
       if (note) {
         ctx.log.info(note.message, { step: step.kind });
         await recorder.record({
@@ -243,6 +278,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         next = {
           ...next,
           bootstrap: {
+            ...next.bootstrap,
             ...restoreStatus(restore),
             ...(final.kind === 'wait' ? { reason: final.reason, message: final.message } : {}),
           },
@@ -280,6 +316,8 @@ type ActDeps = {
   writeStatus: (mutate: (s: Status) => Status | undefined) => Promise<EtcdCluster | undefined>;
   /** The first member of a cluster made from a backup starts from it. */
   restore: RestoreFrom | undefined;
+  /** Why the backup cannot serve now (it was restored already; only a lost volume needs it). */
+  problem: { reason: string; message: string } | undefined;
 };
 
 const locationOf = (r: RestoreFrom) => `s3://${r.source.store.s3.bucket}/${r.source.key}`;
@@ -326,17 +364,22 @@ const act = async (
           message: `not starting ${step.member}: ${name} ${pvc ? 'is not this cluster’s (or is being deleted)' : 'is gone'}`,
           wait: true,
         };
+      // Only a member of the cluster's first formation starts from the backup, and only on a volume
+      // the backup was not restored into yet (a lost volume is restored again, never started empty).
+      const fromBackup = step.join.state === 'new' && !!c.spec.bootstrap?.fromBackup;
+      const restoredHere =
+        !!c.status?.bootstrap?.restoredVolume && c.status.bootstrap.restoredVolume === pvc.metadata?.uid;
+      if (fromBackup && !restoredHere && !d.restore)
+        return {
+          reason: d.problem?.reason ?? 'RestoreUnavailable',
+          message: `not starting ${step.member} on a volume without the backup's data: ${d.problem?.message ?? 'the backup cannot be read'}`,
+          wait: true,
+        };
       ctx.fence();
       await createIfAbsent(() =>
         core.createNamespacedPod({
           namespace,
-          // Only a member of the cluster's first formation starts from the backup.
-          body: podFor(
-            c,
-            step.member,
-            step.join,
-            step.join.state === 'new' && !c.status?.bootstrap?.restoredAt ? d.restore : undefined,
-          ),
+          body: podFor(c, step.member, step.join, fromBackup && !restoredHere ? d.restore : undefined),
         }),
       );
       // A namesake made by someone else is not our member: say so instead of "starting" it again.

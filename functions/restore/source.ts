@@ -29,7 +29,7 @@ export { pickLatest };
 
 /** The manifest beside a backup object: `<base>.rdb[.zst|.gz][.enc]` → `<base>.manifest.json`. */
 export const manifestKeyOf = (objectKey: string) =>
-  `${objectKey.replace(/\.rdb(\.zst|\.gz)?(\.enc)?$/, '')}.manifest.json`;
+  `${objectKey.replace(/\.(rdb|db)(\.zst|\.gz)?(\.enc)?$/, '')}.manifest.json`;
 
 /** `s3://bucket/key` → key, when it is in that bucket. */
 export const keyOfLocation = (location: string, bucket: string) => {

@@ -220,7 +220,9 @@ export const zEtcdClusterStatus = z.looseObject({
   bootstrap: z.looseObject({
     backup: z.string().max(253).optional(),
     location: z.string().max(2048).optional(),
+    backupUid: z.string().max(64).optional(),
     restoredAt: z.string().optional(),
+    restoredVolume: z.string().max(64).optional(),
     reason: z.string().max(128).optional(),
     message: z.string().max(4096).optional(),
     completedAt: z.string().optional(),

@@ -75,6 +75,14 @@ describe('planStep', () => {
       join: { state: 'new', initialCluster: ['e-0'] },
       volume: 'new',
     });
+    // Its pod evicted before the cluster formed: deleted, so that it is made again.
+    expect(
+      planStep({
+        ...fresh,
+        bootstrapMembers: ['e-0'],
+        pods: [{ member: 'e-0', healthy: false, deleting: false, ended: true, image: IMAGE }],
+      }),
+    ).toEqual({ kind: 'deletePod', member: 'e-0', reason: 'Ended' });
     // Formed with one member: the others are added as learners, one at a time.
     expect(planStep(cluster(1, { size: 3, bootstrapSize: 1 }))).toEqual({
       kind: 'addLearner',

@@ -126,6 +126,10 @@ export const planStep = (o: Observed): Step => {
       const taken = names.find((m) => foreign.has(m));
       return taken ? conflict(taken) : { kind: 'bootstrap', members: names };
     }
+    // A first member's pod that ended (evicted: its restore step filled the node's disk) comes back
+    // only once deleted.
+    const endedFirst = o.pods.find((p) => p.ended && !p.deleting);
+    if (endedFirst) return { kind: 'deletePod', member: endedFirst.member, reason: 'Ended' };
     const missing = o.bootstrapMembers.find((m) => !pods.has(m));
     if (missing)
       return foreign.has(missing)

@@ -46,9 +46,16 @@ const main = async () => {
     return;
   }
   // The member's data is there (restored by an earlier run of this pod's steps): nothing to fetch.
-  // etcdutl then refuses the non-empty data dir, and etcd-reconcile starts the member without the steps.
+  // etcdutl then refuses the non-empty data dir, and etcd-reconcile starts the member without the
+  // steps. etcdutl writes the database first and the WAL last (made in a temporary directory and
+  // renamed): a member dir without its WAL is a restore that was cut short, never "restored".
   const dataDir = process.env.TIDEWAY_RESTORE_DATA_DIR;
   if (dataDir && (await exists(join(dataDir, 'member')))) {
+    if (!(await exists(join(dataDir, 'member', 'wal'))))
+      return fail(
+        'InterruptedRestore',
+        `${dataDir}/member holds a restore that was cut short (a database without its WAL): delete this member's volume and pod to restore again`,
+      );
     process.stdout.write(`${dataDir} holds the member's data already: nothing to fetch\n`);
     return;
   }

@@ -62,6 +62,13 @@ describe('why a cluster’s first member does not start from its backup', () => 
       },
     };
     expect(restoredOf(pod(fetched, refused))).toBe('restoredBefore');
+    // Its sandbox restarted after a success: the success is the last state, the refusal the current one.
+    const again = {
+      name: 'restore-snapshot',
+      state: refused.lastState,
+      lastState: { terminated: { exitCode: 0 } },
+    };
+    expect(restoredOf(pod(fetched, again))).toBe('restoredBefore');
     // Any other failure is not a restore.
     const other = {
       ...refused,

@@ -48,7 +48,11 @@ const DATA_DIR_NOT_EMPTY = /data-dir "[^"]*" not empty/;
 export const restoredOf = (pod: V1Pod | undefined): 'restored' | 'restoredBefore' | undefined => {
   const s = pod?.status?.initContainerStatuses?.find((x) => x.name === RESTORE_STEPS.restore);
   if (!s) return undefined;
-  if (s.state?.terminated?.exitCode === 0 || s.lastState?.terminated?.exitCode === 0) return 'restored';
+  // The refusal first: a pod whose steps ran once and then again (its sandbox restarted) shows
+  // the earlier success as its last state and the refusal as its current one.
   const said = `${s.state?.terminated?.message ?? ''}\n${s.lastState?.terminated?.message ?? ''}`;
-  return DATA_DIR_NOT_EMPTY.test(said) ? 'restoredBefore' : undefined;
+  if (DATA_DIR_NOT_EMPTY.test(said)) return 'restoredBefore';
+  return s.state?.terminated?.exitCode === 0 || s.lastState?.terminated?.exitCode === 0
+    ? 'restored'
+    : undefined;
 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Backup } from '../../api/generated.ts';
-import { restoreSourceOf } from './source.ts';
+import { bytesOf, restoreSourceOf } from './source.ts';
 
 const store = {
   s3: { bucket: 'bk', credentialsSecret: { name: 's3' }, prefix: 'p' },
@@ -68,5 +68,25 @@ describe('the backup an EtcdCluster starts from', () => {
     expect(restoreSourceOf(cluster(), 'b1', moved)).toMatchObject({ reason: 'SourceMismatch' });
     const unsummed = { ...b, status: { ...b.status, sha256: undefined } } as Backup;
     expect(restoreSourceOf(cluster(), 'b1', unsummed)).toMatchObject({ reason: 'SourceMismatch' });
+  });
+
+  it('refuses a backup whose database and WAL do not fit the cluster’s volumes', () => {
+    const big = backup({ kind: 'EtcdCluster' });
+    const status = { ...big.status, rdbSize: 1.5 * 2 ** 30 };
+    expect(restoreSourceOf({ spec: { version: '3.6' } }, 'b1', { ...big, status } as Backup)).toMatchObject({
+      reason: 'BackupTooLarge',
+      retry: false,
+    });
+    expect(
+      restoreSourceOf({ spec: { version: '3.6', storage: { size: '2Gi' } } }, 'b1', {
+        ...big,
+        status,
+      } as Backup),
+    ).toMatchObject({ backup: 'b1' });
+    expect(bytesOf('1Gi')).toBe(2 ** 30);
+    expect(bytesOf('1.5G')).toBe(1.5e9);
+    expect(bytesOf('512Mi')).toBe(512 * 2 ** 20);
+    expect(bytesOf('100')).toBe(100);
+    expect(bytesOf('1gb')).toBeUndefined();
   });
 });

@@ -28,6 +28,29 @@ export type RestoreSource = z.infer<typeof zRestoreSource>;
 /** Why a cluster cannot start from its backup; `retry`: it may change by itself (a backup still running). */
 export type SourceProblem = { reason: string; message: string; retry: boolean };
 
+const NEEDED_BEYOND_DB = 128 * 1024 * 1024;
+const mib = (b: number) => Math.ceil(b / (1024 * 1024));
+const UNITS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+};
+/** A Kubernetes quantity as the CRD's pattern admits it (`1Gi`, `500M`, `1.5Gi`), in bytes. */
+export const bytesOf = (q: string): number | undefined => {
+  const m = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/.exec(q);
+  return m ? Number(m[1]) * (UNITS[m[2] ?? ''] ?? 1) : undefined;
+};
+
 const minor = (v: string | undefined) => /^3\.(\d+)/.exec(v ?? '')?.[1];
 
 /**
@@ -80,6 +103,16 @@ export const restoreSourceOf = (
     return {
       reason: 'BackupTooNew',
       message: `Backup ${name} was taken from etcd ${s.etcdVersion}; version ${c.spec.version} cannot read its data: set spec.version to 3.${have} or newer`,
+      retry: false,
+    };
+  // Room for the database, its WAL (64 MiB segments) and a margin: etcdutl writes into the volume
+  // directly, and a restore cut short by a full disk leaves a member that cannot start.
+  const dbSize = s.rdbSize ?? 0;
+  const room = bytesOf(c.spec.storage?.size ?? EtcdClusterSpecDefaults.storage.size);
+  if (room !== undefined && dbSize + NEEDED_BEYOND_DB > room)
+    return {
+      reason: 'BackupTooLarge',
+      message: `Backup ${name} holds a ${mib(dbSize)} MiB database; with its WAL it needs about ${mib(dbSize + NEEDED_BEYOND_DB)} MiB, more than spec.storage.size ${c.spec.storage?.size ?? EtcdClusterSpecDefaults.storage.size}: create the cluster with larger storage`,
       retry: false,
     };
   return {
