@@ -96,6 +96,37 @@ describe('etcd cluster', () => {
     }
   });
 
+  it('a change of resources is rolled out one member at a time, the leader last, on their volumes; data intact', async () => {
+    const before = await etcd.pods('main');
+    const leader = (await etcd.get('main')).status?.leader;
+    await etcd.apply('main', { size: 3, resources: { requests: { cpu: '10m', memory: '64Mi' } } });
+    const c = await until(
+      'every member restarted with the new resources',
+      async () => {
+        const x = await etcd.ready('main', 3, 120_000);
+        const pods = await etcd.pods('main');
+        const done = pods.every(
+          (p) => p.spec?.containers[0]?.resources?.requests?.cpu === '10m' && !p.metadata?.deletionTimestamp,
+        );
+        return done && x.metadata.generation === x.status?.observedGeneration ? x : undefined;
+      },
+      240_000,
+      1000,
+    );
+    const after = await etcd.pods('main');
+    // The same members (names) on their own volumes, each pod a new one.
+    expect(after.map((p) => p.metadata?.name)).toEqual(before.map((p) => p.metadata?.name));
+    for (const p of after) expect(before.map((x) => x.metadata?.uid)).not.toContain(p.metadata?.uid);
+    // The leader was restarted last: it had handed leadership over first.
+    expect(c.status?.leader).not.toBe(leader);
+    const client = await etcd.client('main');
+    try {
+      expect((await client.range({ prefix: 'k' })).count).toBe(50);
+    } finally {
+      client.close();
+    }
+  });
+
   it('a member’s pod and volume deleted → it is removed and a new member (new id, new volume) takes its place; no data lost', async () => {
     const c = await etcd.get('main');
     const victim = (c.status?.members ?? []).find((m) => m.name !== c.status?.leader);
