@@ -9,11 +9,12 @@ import { ENGINES, engineByLabel, ownedKinds } from './index.ts';
 const root = join(import.meta.dirname, '..', '..');
 
 type Rule = { apiGroups?: string[]; resources?: string[]; verbs?: string[] };
-const watcherRules = (): Rule[] =>
-  parseAllDocuments(readFileSync(join(root, 'infra', 'rbac', 'watcher.yaml'), 'utf8'))
+const roleRules = (fn: string): Rule[] =>
+  parseAllDocuments(readFileSync(join(root, 'infra', 'rbac', `${fn}.yaml`), 'utf8'))
     .map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: Rule[] })
-    .filter((d) => d.kind === 'ClusterRole' && d.metadata.name === 'tideway-watcher')
+    .filter((d) => d.kind === 'ClusterRole' && d.metadata.name === `tideway-${fn}`)
     .flatMap((d) => d.rules ?? []);
+const watcherRules = () => roleRules('watcher');
 const grants = (rules: Rule[], group: string, plural: string, verb: string) =>
   rules.some((r) => r.apiGroups?.includes(group) && r.resources?.includes(plural) && r.verbs?.includes(verb));
 
@@ -65,5 +66,14 @@ describe('engines', () => {
     for (const k of ownedKinds())
       for (const verb of ['list', 'watch'])
         expect(grants(rules, k.group, k.plural, verb), `${verb} ${k.plural}`).toBe(true);
+  });
+
+  it('are clusters a Backup or a schedule may name: backup and schedule may get every engine’s cluster kind', () => {
+    for (const fn of ['backup', 'schedule'])
+      for (const e of ENGINES)
+        expect(
+          grants(roleRules(fn), e.cluster.group, e.cluster.plural, 'get'),
+          `${fn}: get ${e.cluster.plural}`,
+        ).toBe(true);
   });
 });
