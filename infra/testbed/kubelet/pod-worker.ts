@@ -300,6 +300,8 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       ],
       logFile,
       testbedId: ctx.testbedId,
+      // Stopped, killed or ended, a container takes everything it forked with it, as on a node.
+      group: true,
     });
     r.proc = proc;
     r.startedAt = new Date();

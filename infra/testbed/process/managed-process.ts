@@ -14,6 +14,13 @@ export type ProcessSpec = {
   cwd?: string;
   /** Test bed id: set as an environment marker so a later start can find leftovers. */
   testbedId: string;
+  /**
+   * A container: its processes are one process group, signalled together, and none outlives the
+   * main one — as a runtime stops a container's cgroup and the kernel ends a PID namespace with
+   * its init. (A server's forks may outlive it: see the log note below.) Without this, a
+   * redis-server killed mid-sync left its fork streaming the snapshot to the end.
+   */
+  group?: boolean;
 };
 
 export type ExitInfo = { code: number | null; signal: NodeJS.Signals | null };
@@ -38,6 +45,8 @@ export const startProcess = (spec: ProcessSpec): ManagedProcess => {
   const log = createWriteStream(spec.logFile, { flags: 'a' });
   const child: ChildProcess = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', spec.command, ...spec.args], {
     cwd: spec.cwd,
+    // Its own process group (setpriv execs the command: the group is the command's).
+    detached: spec.group === true,
     env: { ...process.env, ...spec.env, [TESTBED_ENV_MARKER]: spec.testbedId },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -51,17 +60,29 @@ export const startProcess = (spec: ProcessSpec): ManagedProcess => {
   child.once('close', () => log.end());
   if (child.pid === undefined) throw new ProcessStartError(`${spec.name}: could not spawn ${spec.command}`);
 
+  const pid = child.pid;
+  /** The process, or with `group` every process of the container. Gone already: nothing to do. */
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      if (spec.group) process.kill(-pid, sig);
+      else child.kill(sig);
+    } catch {
+      // ESRCH: none left.
+    }
+  };
   let done = false;
   const exited = (async (): Promise<ExitInfo> => {
-    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    const [code, sig] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
     done = true;
-    return { code, signal };
+    // A container ends with its main process: what it forked goes too.
+    if (spec.group) signal('SIGKILL');
+    return { code, signal: sig };
   })();
 
   const stop = async (graceMs = 10_000): Promise<ExitInfo> => {
     if (done) return exited;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), graceMs);
     try {
       return await exited;
     } finally {
@@ -76,8 +97,8 @@ export const startProcess = (spec: ProcessSpec): ManagedProcess => {
     exited,
     running: () => !done,
     stop,
-    kill: (signal = 'SIGKILL') => {
-      if (!done) child.kill(signal);
+    kill: (sig = 'SIGKILL') => {
+      if (!done) signal(sig);
     },
   };
 };
