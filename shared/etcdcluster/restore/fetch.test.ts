@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ObjectStore } from '../../backup/object-store.ts';
 import { storeSnapshot } from '../../backup/pipeline.ts';
-import { fetchSnapshot, mountedSecrets, sourceStore } from './fetch.ts';
+import { fetchSnapshot, mountedSecrets, restoreStepOf, sourceStore } from './fetch.ts';
 import type { RestoreSource } from './source.ts';
 
 /** An etcd snapshot's shape: a database (a multiple of 512 bytes here) then its SHA-256. */
@@ -124,5 +124,20 @@ describe('fetching the snapshot a new EtcdCluster starts from', () => {
     ).catch((e: Error) => e);
     expect(error).toMatchObject({ reason: 'CredentialsSecretNotFound' });
     expect(String((error as Error).message)).not.toContain('very-secret');
+  });
+
+  it('looks at the member’s volume before the fetched file: a restore cut short is never "done"', async () => {
+    const d = join(dir, 'step');
+    const out = join(d, 'restore', 'snapshot.db');
+    const data = join(d, 'data');
+    await mkdir(join(d, 'restore'), { recursive: true });
+    expect(await restoreStepOf(out, data)).toBe('fetch');
+    await writeFile(out, snap);
+    expect(await restoreStepOf(out, data)).toBe('fetched');
+    // etcdutl stopped after the database, before the WAL: the fetched file must not hide it.
+    await mkdir(join(data, 'member', 'snap'), { recursive: true });
+    expect(await restoreStepOf(out, data)).toBe('interrupted');
+    await mkdir(join(data, 'member', 'wal'));
+    expect(await restoreStepOf(out, data)).toBe('restored');
   });
 });

@@ -9,6 +9,12 @@ import { type ResolvedStore, resolveStoreWith } from '../../backup/store-config.
 import { snapshotHashCheck } from '../../etcd/snapshot-verify.ts';
 import type { RestoreSource } from './source.ts';
 
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
 /**
  * A Secret mounted as files (`<dir>/<secret>/<key>`), as the first member's restore step sees the
  * store's credentials and the encryption key: a pod of an etcd member has no API access.
@@ -17,13 +23,7 @@ export const mountedSecrets =
   (dir: string) =>
   async (name: string): Promise<Record<string, Buffer> | undefined> => {
     const at = join(dir, name);
-    if (
-      !(await access(at).then(
-        () => true,
-        () => false,
-      ))
-    )
-      return undefined;
+    if (!(await exists(at))) return undefined;
     const read = async (key: string) => readFile(join(at, key)).catch(() => undefined);
     const keys = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'key'];
     return Object.fromEntries(
@@ -94,4 +94,20 @@ export const fetchSnapshot = async (o: {
     await rm(part, { force: true });
     throw error;
   }
+};
+
+/**
+ * What the fetch step has to do, the member's volume first: data there with its WAL is a restore
+ * done (nothing to fetch; etcdutl then refuses the non-empty dir and the pod is replaced without
+ * the steps); data without its WAL is a restore cut short (etcdutl writes the database first and
+ * the WAL last, made aside and renamed), whatever the emptyDir still holds; only then does a
+ * snapshot fetched by an earlier run (it passed every check) spare a download.
+ */
+export const restoreStepOf = async (
+  out: string,
+  dataDir: string | undefined,
+): Promise<'fetch' | 'fetched' | 'restored' | 'interrupted'> => {
+  if (dataDir && (await exists(join(dataDir, 'member'))))
+    return (await exists(join(dataDir, 'member', 'wal'))) ? 'restored' : 'interrupted';
+  return (await exists(out)) ? 'fetched' : 'fetch';
 };

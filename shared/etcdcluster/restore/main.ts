@@ -6,18 +6,11 @@
  * written to the termination log as `<Reason>: <message>` (what etcd-reconcile shows on the
  * cluster) and exits 1; no secret value is ever in it.
  */
-import { access, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { fetchSnapshot, mountedSecrets, sourceStore } from './fetch.ts';
+import { writeFile } from 'node:fs/promises';
+import { fetchSnapshot, mountedSecrets, restoreStepOf, sourceStore } from './fetch.ts';
 import { zRestoreSource } from './source.ts';
 
 const TERMINATION_LOG = '/dev/termination-log';
-
-const exists = (path: string) =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
 
 const fail = async (reason: string, message: string): Promise<never> => {
   const line = `${reason}: ${message}`.slice(0, 4000);
@@ -40,24 +33,21 @@ const main = async () => {
       'InvalidSource',
       source.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
     );
-  // Made by an earlier run of this step (the pod restarted): it passed every check then.
-  if (await exists(out)) {
-    process.stdout.write(`${out} is there already\n`);
-    return;
-  }
-  // The member's data is there (restored by an earlier run of this pod's steps): nothing to fetch.
-  // etcdutl then refuses the non-empty data dir, and etcd-reconcile starts the member without the
-  // steps. etcdutl writes the database first and the WAL last (made in a temporary directory and
-  // renamed): a member dir without its WAL is a restore that was cut short, never "restored".
   const dataDir = process.env.TIDEWAY_RESTORE_DATA_DIR;
-  if (dataDir && (await exists(join(dataDir, 'member')))) {
-    if (!(await exists(join(dataDir, 'member', 'wal'))))
+  switch (await restoreStepOf(out, dataDir)) {
+    case 'interrupted':
       return fail(
         'InterruptedRestore',
         `${dataDir}/member holds a restore that was cut short (a database without its WAL): delete this member's volume and pod to restore again`,
       );
-    process.stdout.write(`${dataDir} holds the member's data already: nothing to fetch\n`);
-    return;
+    case 'restored':
+      process.stdout.write(`${dataDir} holds the member's data already: nothing to fetch\n`);
+      return;
+    case 'fetched':
+      process.stdout.write(`${out} is there already\n`);
+      return;
+    case 'fetch':
+      break;
   }
   const started = performance.now();
   const resolved = await sourceStore(
