@@ -237,6 +237,32 @@ describe('the failover clock: measured by the deciding process only', () => {
     expect(watch.observe('c', 'c-0', 's')).toBe(10_000);
     expect(watch.observe('a', 'a-0', 's')).toBe(0);
   });
+
+  it('judges candidates from when it last saw the master serve, however late its first look at the outage', () => {
+    // Seen serving at 10:00:00; killed at 10:00:01 (the replicas' links drop then); the first look
+    // comes 9 s later (a late tick, a busy lock). Measured from that first look, the replicas lost
+    // their master 8 s "before the master was lost" and the cluster would stay without one for good.
+    const c = replicaClock();
+    const serving = cluster({ master: 'r-0', replication: { id: 'a', offset: 100 } });
+    assessHealth(serving, [master(0, 100), replica(1, 100), replica(2, 100)], c.at(0), c.watch);
+    const lostLate = (s: number) => [down(0), cut(replica(1, 100, 0, { linkDownSeconds: s })), stale];
+    const stale = replica(2, 100, 0, { linkDownSeconds: 3600 }); // down long before it was seen serving
+    const first = assessHealth(serving, lostLate(8), c.at(9_000), c.watch);
+    expect(first.healthy).toMatchObject({ reason: 'MasterUnreachable' });
+    expect(first.healthy.message).toContain('r-1 takes over');
+    // The record dates the outage from the last look at it serving, for the other health replicas.
+    expect(first.masterUnreachableSince).toBe('2026-11-23T10:00:10.000Z');
+    const rc = cluster({
+      ...serving.status,
+      failover: { masterUnreachableSince: first.masterUnreachableSince },
+    });
+    expect(assessHealth(rc, lostLate(12), c.at(13_000), c.watch).failover).toBeUndefined();
+    expect(assessHealth(rc, lostLate(13), c.at(14_000), c.watch).failover).toMatchObject({ to: 'r-1' });
+    // A process that never saw it serve still refuses a replica cut off before the outage it records.
+    const other = replicaClock();
+    const refused = assessHealth(rc, [down(0), stale], other.at(14_000), other.watch);
+    expect(refused.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
+  });
 });
 
 describe('promotion: only a replica that holds the data', () => {

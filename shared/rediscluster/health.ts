@@ -55,8 +55,16 @@ export type OutageWatch = {
    * look: 0). A new record (another master, another `since`) starts over.
    */
   observe(cluster: string, master: string, since: string): number;
-  /** The master serves again: the next outage starts over. */
+  /**
+   * How long ago this process last saw `master` serve, or undefined when it never did: when the
+   * master was last known alive, which its first look at the outage may be well after (a late
+   * tick, a busy lock).
+   */
+  silence(cluster: string, master: string): number | undefined;
+  /** The master answers: the next outage starts over. */
   forget(cluster: string): void;
+  /** The master serves as one: known alive now. */
+  serving(cluster: string, master: string): void;
 };
 
 /**
@@ -65,20 +73,29 @@ export type OutageWatch = {
  * the writer's would see the time as already up and fail over on its first look, one running
  * ahead would wait for as long as it is ahead. So the time that decides is only ever measured by
  * one process, on its monotonic clock, from its own first look at the outage the record names.
- * Bounded: an outage not seen again is dropped first once `max` clusters are watched.
+ * Bounded: a cluster not seen again is dropped first once `max` clusters are watched.
  */
 export const outageWatch = (monotonic: Monotonic = () => performance.now(), max = 10_000): OutageWatch => {
   const seen = new Map<string, { master: string; since: string; at: number }>();
+  const alive = new Map<string, { master: string; at: number }>();
+  const put = <T>(m: Map<string, T>, cluster: string, v: T) => {
+    m.delete(cluster);
+    if (m.size >= max) m.delete(m.keys().next().value ?? '');
+    m.set(cluster, v);
+  };
   return {
     observe: (cluster, master, since) => {
       const e = seen.get(cluster);
       if (e && e.master === master && e.since === since) return monotonic() - e.at;
-      seen.delete(cluster);
-      if (seen.size >= max) seen.delete(seen.keys().next().value ?? '');
-      seen.set(cluster, { master, since, at: monotonic() });
+      put(seen, cluster, { master, since, at: monotonic() });
       return 0;
     },
+    silence: (cluster, master) => {
+      const e = alive.get(cluster);
+      return e && e.master === master ? monotonic() - e.at : undefined;
+    },
     forget: (cluster) => void seen.delete(cluster),
+    serving: (cluster, master) => put(alive, cluster, { master, at: monotonic() }),
   };
 };
 
@@ -107,7 +124,11 @@ export const assessHealth = (
   const clusterKey = rc.metadata.uid ?? `${rc.metadata.namespace}/${rc.metadata.name}`;
 
   if (!answers(m) || ahead) {
-    const start = since ?? now.toISOString();
+    // The master was lost after this process last saw it serve: replicas that lost their link
+    // since then followed it to the end, however late this first look came (a late tick, a busy
+    // lock). A new record dates the outage from then, for the health replicas that did not see it.
+    const silentMs = outages.silence(clusterKey, masterName ?? '') ?? 0;
+    const start = since ?? new Date(now.getTime() - silentMs).toISOString();
     const after = rc.spec.failover?.after ?? RedisClusterSpecDefaults.failover.after;
     // Never below the floor admission enforces, whatever an older object says.
     const afterMs = Math.max(parseDuration(after), parseDuration(FAILOVER_AFTER_MIN));
@@ -120,7 +141,7 @@ export const assessHealth = (
     const { safe, refused } = promotionCandidates(instances, {
       master: masterName,
       history: rc.status?.replication,
-      masterDownSeconds: Math.max(downMs, recordedMs) / 1000,
+      masterDownSeconds: Math.max(downMs, recordedMs, silentMs) / 1000,
       ...(ahead ? { masterOffset: m?.replication?.offset ?? 0 } : {}),
     });
     const candidate = safe[0];
@@ -162,6 +183,7 @@ export const assessHealth = (
   }
 
   outages.forget(clusterKey);
+  if (m?.replication?.role === 'master' && masterName) outages.serving(clusterKey, masterName);
   const problems: string[] = [];
   let reason = 'Replicating';
   const note = (r: string, text: string) => {

@@ -183,7 +183,11 @@ describe('redis cluster', () => {
       },
       60_000,
       100,
-    );
+    ).catch(async (error) => {
+      // Say why: the Healthy condition names the refused candidates.
+      const h = findCondition((await get('cache')).status?.conditions as never, 'Healthy');
+      throw new Error(`${String(error)}; Healthy: ${h?.reason}: ${h?.message}`);
+    });
     const failoverMs = performance.now() - downAt;
     process.stdout.write(
       `[redis] failover: master down → writes accepted in ${(failoverMs / 1000).toFixed(2)} s\n`,
