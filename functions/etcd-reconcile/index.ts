@@ -22,6 +22,9 @@ import { planStep, type Step } from '../../shared/etcdcluster/plan.ts';
 import { requeueAfterMs } from '../../shared/etcdcluster/requeue.ts';
 import { restoredOf, restoreFailureOf } from '../../shared/etcdcluster/restore/progress.ts';
 import { healthOf, lagsOf, statusFrom } from '../../shared/etcdcluster/status.ts';
+import { ensureTls } from '../../shared/etcdcluster/tls/ensure.ts';
+import { DEFAULT_CLUSTER_DOMAIN } from '../../shared/etcdcluster/tls/sans.ts';
+import { kubeSecretStore } from '../../shared/etcdcluster/tls/store.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { applyOwnedObjects } from '../../shared/kube/apply-owned.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
@@ -87,6 +90,43 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   const core = ctx.kube.makeApiClient(CoreV1Api);
   const recorder = handlerRecorder(ctx, 'etcd-reconcile');
 
+  // With spec.tls: the Secrets members mount are there and sound before any pod needs them.
+  const tls = cluster.spec.tls
+    ? await ensureTls(kubeSecretStore(ctx.kube, cluster, ctx.fence), cluster, {
+        now: ctx.clock(),
+        domain: ctx.env.TIDEWAY_CLUSTER_DOMAIN || DEFAULT_CLUSTER_DOMAIN,
+      })
+    : undefined;
+  for (const note of tls && 'notes' in tls ? tls.notes : [])
+    await recorder.record({
+      regarding,
+      type: note.warning ? 'Warning' : 'Normal',
+      reason: note.reason,
+      action: 'tls',
+      note: note.message,
+    });
+  if (tls && !('client' in tls)) {
+    // Before the cluster formed nothing starts without it; after, running members keep what they
+    // have, and nothing changes until it is fixed.
+    const formed = !!cluster.status?.clusterID;
+    await writeStatus((s) => {
+      const next = formed ? s : { ...s, phase: 'Pending' as const };
+      return {
+        ...next,
+        conditions: condition(next, {
+          type: formed ? 'Reconciled' : 'Ready',
+          status: 'False',
+          reason: tls.reason,
+          message: tls.message,
+        }),
+        observedGeneration: generation,
+      };
+    });
+    ctx.log.warn('TLS not ready', { reason: tls.reason });
+    return tls.retry ? retryAfter(10_000, tls.reason) : done;
+  }
+  const clientTls = tls?.client;
+
   // A cluster made from a backup: what its first member starts from, checked before any pod exists.
   const fromBackupName = cluster.spec.bootstrap?.fromBackup?.name;
   const fromBackup = await fromBackupOf(cluster, ctx);
@@ -133,7 +173,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   try {
     for (let i = 0; i < MAX_STEPS; i++) {
       client?.close();
-      const o = await observe(ctx.kube, cluster, ctx.signal);
+      const o = await observe(ctx.kube, cluster, ctx.signal, clientTls);
       client = o.client;
       seen = o;
       // The cluster formed: from now on members join it, never bootstrap another.
@@ -289,6 +329,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         ready,
       ])
         next = { ...next, conditions: condition(next, cond) };
+      if (tls && 'expiresAt' in tls) next = { ...next, tls: { expiresAt: tls.expiresAt.toISOString() } };
       return { ...next, observedGeneration: generation };
     });
   }

@@ -112,6 +112,7 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
     }),
     logLevel: { type: 'string', enum: ['debug', 'info', 'warn', 'error'] },
     clusterId: str('the id in CloudEvents’ source; default: the kube-system namespace’s uid'),
+    clusterDomain: str('the cluster’s DNS domain, named in generated etcd certificates'),
     resources: obj({
       cpuRequest: quantity,
       defaultMemoryMiB: { ...int(64, 'for a function without memorySize'), maximum: 16_384 },

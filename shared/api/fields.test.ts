@@ -96,6 +96,9 @@ const READERS: Record<string, string> = {
   'EtcdCluster.spec.storage.storageClassName': 'shared/etcdcluster/desired.ts',
   'EtcdCluster.spec.resources': 'shared/etcdcluster/desired.ts',
   'EtcdCluster.spec.defragmentation.every': 'functions/etcd-reconcile/defragment.ts',
+  'EtcdCluster.spec.tls.peer.secretName': 'shared/etcdcluster/tls/sans.ts',
+  'EtcdCluster.spec.tls.server.secretName': 'shared/etcdcluster/tls/sans.ts',
+  'EtcdCluster.spec.tls.client.secretName': 'shared/etcdcluster/tls/sans.ts',
 
   'Restore.spec.cluster.name': 'functions/restore/index.ts',
   'Restore.spec.source.backup.name': 'functions/restore/source.ts',

@@ -194,6 +194,17 @@ export const zEtcdClusterSpec = z.looseObject({
       name: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
     }).optional(),
   }).optional(),
+  tls: z.looseObject({
+    peer: z.looseObject({
+      secretName: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+    }).optional(),
+    server: z.looseObject({
+      secretName: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+    }).optional(),
+    client: z.looseObject({
+      secretName: z.string().min(1).max(253).regex(new RegExp("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")),
+    }).optional(),
+  }).optional(),
   backup: z.looseObject({
     store: z.looseObject({
       s3: z.looseObject({
@@ -217,6 +228,9 @@ export const zEtcdClusterSpec = z.looseObject({
 /** The defaults crds/ declares for EtcdCluster.spec: the one source of each (see defaultsOf). */
 export const EtcdClusterSpecDefaults = {"version":"3.6","image":"","size":3,"storage":{"size":"1Gi","storageClassName":""},"backup":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}}}} as const;
 export const zEtcdClusterStatus = z.looseObject({
+  tls: z.looseObject({
+    expiresAt: z.string().optional(),
+  }).optional(),
   bootstrap: z.looseObject({
     backup: z.string().max(253).optional(),
     location: z.string().max(2048).optional(),

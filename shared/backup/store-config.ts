@@ -21,7 +21,7 @@ export type ResolvedStore = {
 const CREDENTIAL_KEYS = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const;
 
 /** A Secret's data, decoded; undefined when it does not exist. Only `get`: never list or watch. */
-const readSecret = async (kube: KubeConfig, namespace: string, name: string) => {
+export const readSecret = async (kube: KubeConfig, namespace: string, name: string) => {
   try {
     const s = await kube.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace, name });
     return Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));

@@ -31,6 +31,36 @@ describe('an EtcdCluster’s objects', () => {
     expect(memberOfPeerURL(c(), 'http://main-etcd-7.other-etcd-peers.prod.svc:2380')).toBeUndefined();
   });
 
+  it('with spec.tls: https peers and clients with client certificates required, each side on its own CA; probes stay http', () => {
+    const join = { state: 'new' as const, initialCluster: ['main-etcd-0', 'main-etcd-1'] };
+    const plain = podFor(c(), 'main-etcd-1', join);
+    const pod = podFor(c({ tls: { peer: { secretName: 'my-peer' } } }), 'main-etcd-1', join);
+    const args = pod.spec?.containers[0]?.args ?? [];
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '--listen-peer-urls=https://0.0.0.0:2380',
+        '--listen-client-urls=https://0.0.0.0:2379',
+        '--listen-metrics-urls=http://0.0.0.0:2381',
+        '--advertise-client-urls=https://main-etcd-1.main-etcd-peers.prod.svc:2379',
+        '--initial-cluster=main-etcd-0=https://main-etcd-0.main-etcd-peers.prod.svc:2380,main-etcd-1=https://main-etcd-1.main-etcd-peers.prod.svc:2380',
+        '--client-cert-auth=true',
+        '--peer-client-cert-auth=true',
+        '--trusted-ca-file=/etc/etcd/tls/server/ca.crt',
+        '--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt',
+      ]),
+    );
+    expect(pod.spec?.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'tls-peer', secret: { secretName: 'my-peer' } },
+        { name: 'tls-server', secret: { secretName: 'main-etcd-server-tls' } },
+      ]),
+    );
+    expect(pod.spec?.containers[0]?.readinessProbe).toEqual(plain.spec?.containers[0]?.readinessProbe);
+    expect(joinOf(pod)).toEqual(join);
+    // Without tls, nothing of it: a running cluster's pods stay as they are.
+    expect(JSON.stringify(plain)).not.toMatch(/https|tls/);
+  });
+
   it('reads back how a member pod joins from its flags', () => {
     const join = {
       state: 'existing' as const,

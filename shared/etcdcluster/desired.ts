@@ -15,10 +15,12 @@ import {
   OWNER_UID,
   PEER_PORT,
   quorumOf,
+  schemeOf,
   selectorLabels,
 } from './names.ts';
 import type { RestoreSource } from './restore/source.ts';
 import { podTemplateOf, TEMPLATE_ANNOTATION } from './template.ts';
+import { tlsSecretNames } from './tls/sans.ts';
 
 const DATA_MOUNT = '/var/run/etcd';
 
@@ -194,6 +196,23 @@ const restoreSteps = (c: Owner, member: string, r: RestoreFrom) => {
   };
 };
 
+const TLS_MOUNT = '/etc/etcd/tls';
+/**
+ * Client certificates required on both ports; each side trusts its own CA (a client certificate
+ * must not pass as a peer's). The server certificate doubles as the client certificate of etcd's
+ * own gateway, hence clientAuth on it.
+ */
+const TLS_ARGS = [
+  `--cert-file=${TLS_MOUNT}/server/tls.crt`,
+  `--key-file=${TLS_MOUNT}/server/tls.key`,
+  `--trusted-ca-file=${TLS_MOUNT}/server/ca.crt`,
+  '--client-cert-auth=true',
+  `--peer-cert-file=${TLS_MOUNT}/peer/tls.crt`,
+  `--peer-key-file=${TLS_MOUNT}/peer/tls.key`,
+  `--peer-trusted-ca-file=${TLS_MOUNT}/peer/ca.crt`,
+  '--peer-client-cert-auth=true',
+];
+
 const clusterToken = (c: Owner) => `${namesOf(c).name}-${c.metadata.uid ?? ''}`;
 
 /**
@@ -204,18 +223,22 @@ const clusterToken = (c: Owner) => `${namesOf(c).name}-${c.metadata.uid ?? ''}`;
 export const podFor = (c: Owner, member: string, join: Join, restore?: RestoreFrom): V1Pod => {
   const n = namesOf(c);
   const steps = restore ? restoreSteps(c, member, restore) : undefined;
+  const scheme = schemeOf(c);
   const args = [
     `--name=${member}`,
     `--data-dir=${DATA_MOUNT}/data`,
-    `--listen-peer-urls=http://0.0.0.0:${PEER_PORT}`,
-    `--listen-client-urls=http://0.0.0.0:${CLIENT_PORT}`,
+    `--listen-peer-urls=${scheme}://0.0.0.0:${PEER_PORT}`,
+    `--listen-client-urls=${scheme}://0.0.0.0:${CLIENT_PORT}`,
+    // Metrics and /health stay http: a probe presents no client certificate.
     `--listen-metrics-urls=http://0.0.0.0:${METRICS_PORT}`,
     `--advertise-client-urls=${n.clientURL(member)}`,
     `--initial-advertise-peer-urls=${n.peerURL(member)}`,
     `--initial-cluster=${join.initialCluster.map((m) => `${m}=${n.peerURL(m)}`).join(',')}`,
     `--initial-cluster-state=${join.state}`,
     `--initial-cluster-token=${clusterToken(c)}`,
+    ...(c.spec.tls ? TLS_ARGS : []),
   ];
+  const tls = c.spec.tls ? tlsSecretNames(c) : undefined;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -248,12 +271,27 @@ export const podFor = (c: Owner, member: string, join: Join, restore?: RestoreFr
             failureThreshold: 3,
           },
           resources: (c.spec.resources ?? {}) as V1ResourceRequirements,
-          volumeMounts: [{ name: 'data', mountPath: DATA_MOUNT }],
+          volumeMounts: [
+            { name: 'data', mountPath: DATA_MOUNT },
+            ...(tls
+              ? [
+                  { name: 'tls-peer', mountPath: `${TLS_MOUNT}/peer`, readOnly: true },
+                  { name: 'tls-server', mountPath: `${TLS_MOUNT}/server`, readOnly: true },
+                ]
+              : []),
+          ],
         },
       ],
       volumes: [
         { name: 'data', persistentVolumeClaim: { claimName: n.pvc(member) } },
         ...(steps?.volumes ?? []),
+        // The kubelet swaps renewed files in place; etcd reads them at every handshake.
+        ...(tls
+          ? [
+              { name: 'tls-peer', secret: { secretName: tls.peer } },
+              { name: 'tls-server', secret: { secretName: tls.server } },
+            ]
+          : []),
       ],
     },
   };

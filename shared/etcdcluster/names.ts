@@ -22,6 +22,13 @@ export const ETCD_IMAGES = {
 
 export type Cluster = Pick<EtcdCluster, 'metadata' | 'spec'>;
 
+/** https with spec.tls: peers and clients alike (metrics stay http, for probes). */
+export const schemeOf = (c: Pick<EtcdCluster, 'spec'>) => (c.spec.tls ? 'https' : 'http');
+
+/** A member's client endpoint by pod IP (functions reach members by address, verifying the server name). */
+export const endpointOf = (c: Pick<EtcdCluster, 'spec'>, podIP: string) =>
+  `${schemeOf(c)}://${podIP}:${CLIENT_PORT}`;
+
 export const namesOf = (c: Cluster) => {
   const name = c.metadata.name ?? '';
   const namespace = c.metadata.namespace ?? 'default';
@@ -40,8 +47,8 @@ export const namesOf = (c: Cluster) => {
     pdb: base,
     pvc: (member: string) => `data-${member}`,
     host,
-    peerURL: (member: string) => `http://${host(member)}:${PEER_PORT}`,
-    clientURL: (member: string) => `http://${host(member)}:${CLIENT_PORT}`,
+    peerURL: (member: string) => `${schemeOf(c)}://${host(member)}:${PEER_PORT}`,
+    clientURL: (member: string) => `${schemeOf(c)}://${host(member)}:${CLIENT_PORT}`,
   };
 };
 

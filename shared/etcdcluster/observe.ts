@@ -2,11 +2,12 @@ import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { type EtcdCluster, EtcdClusterSpecDefaults } from '../api/generated.ts';
 import type { EtcdClient } from '../etcd/client.ts';
 import { createEtcdClient } from '../etcd/gateway-client.ts';
+import type { EtcdTls } from '../etcd/http.ts';
 import { memberIdToHex } from '../etcd/ids.ts';
 import type { EndpointStatus } from '../etcd/types.ts';
 import { joinOf, memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
-import { CLIENT_PORT, imageOf, memberOfPeerURL, namesOf } from './names.ts';
+import { imageOf, endpointOf as memberEndpoint, memberOfPeerURL, namesOf } from './names.ts';
 import type { MemberState, Observed, PodState } from './plan.ts';
 import { podTemplateOf, TEMPLATE_ANNOTATION } from './template.ts';
 
@@ -37,15 +38,14 @@ export type Seen = {
 
 const CALL_MS = 3000;
 
-const endpointOf = (p: V1Pod) => (p.status?.podIP ? `http://${p.status.podIP}:${CLIENT_PORT}` : undefined);
-
 /** A client on the pods' IPs: the functions need not resolve cluster DNS (they may run outside it). */
-const clientFor = (pods: readonly V1Pod[]): EtcdClient | undefined => {
+const clientFor = (c: EtcdCluster, pods: readonly V1Pod[], tls?: EtcdTls): EtcdClient | undefined => {
+  const endpointOf = (p: V1Pod) => (p.status?.podIP ? memberEndpoint(c, p.status.podIP) : undefined);
   // Not an ended pod's: its address may be another pod's by now.
   const endpoints = pods
     .filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running')
     .flatMap((p) => endpointOf(p) ?? []);
-  return endpoints.length > 0 ? createEtcdClient({ endpoints }) : undefined;
+  return endpoints.length > 0 ? createEtcdClient({ endpoints, ...(tls ? { tls } : {}) }) : undefined;
 };
 
 /**
@@ -56,13 +56,15 @@ export const observe = async (
   kc: KubeConfig,
   c: EtcdCluster,
   signal: AbortSignal,
+  /** With spec.tls: the client certificate and the CA and name to verify members by. */
+  tls?: EtcdTls,
 ): Promise<Seen & { client: EtcdClient | undefined }> => {
   const [pods, { ours: volumes, foreign }] = await Promise.all([
     listMemberPods(kc, c),
     listMemberVolumes(kc, c),
   ]);
   const same = (clusterId: string) => sameCluster(c.status?.clusterID, clusterId);
-  const client = clientFor(pods);
+  const client = clientFor(c, pods, tls);
   const statuses = new Map<string, EndpointStatus>();
   let members: MemberState[] | undefined;
   let clusterId: string | undefined;
@@ -70,7 +72,7 @@ export const observe = async (
   if (client) {
     await Promise.all(
       pods.map(async (p) => {
-        const endpoint = endpointOf(p);
+        const endpoint = p.status?.podIP ? memberEndpoint(c, p.status.podIP) : undefined;
         const member = memberOf(p);
         if (!endpoint || !member || p.metadata?.deletionTimestamp) return;
         const s = await client.status(endpoint, { signal, timeoutMs: CALL_MS }).catch(() => undefined);

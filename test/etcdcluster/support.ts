@@ -6,7 +6,9 @@ import type { EtcdCluster } from '../../shared/api/generated.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 import type { KeyValue } from '../../shared/etcd/types.ts';
-import { imageOf } from '../../shared/etcdcluster/names.ts';
+import { endpointOf, imageOf } from '../../shared/etcdcluster/names.ts';
+import { clientTlsOf } from '../../shared/etcdcluster/tls/ensure.ts';
+import { tlsSecretNames } from '../../shared/etcdcluster/tls/sans.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { type bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
@@ -122,19 +124,41 @@ export const etcdClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
         timeoutMs,
         500,
       ),
-    /** A client on the member pods' IPs (the test runs outside the pod network's DNS). */
-    client: async (name: string): Promise<EtcdClient> =>
-      createEtcdClient({
+    /**
+     * A client on the member pods' IPs (the test runs outside the pod network's DNS); with
+     * spec.tls, over https with the cluster's client Secret, verifying members as Tideway does.
+     */
+    client: async (name: string): Promise<EtcdClient> => {
+      const c = await get(name);
+      const tls = c.spec.tls
+        ? clientTlsOf(
+            c,
+            Object.fromEntries(
+              Object.entries(
+                (await b.core.readNamespacedSecret({ namespace: ns(), name: tlsSecretNames(c).client }))
+                  .data ?? {},
+              ).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+            ),
+          )
+        : undefined;
+      return createEtcdClient({
         endpoints: (await pods(name)).flatMap((p) =>
-          p.status?.podIP ? [`http://${p.status.podIP}:2379`] : [],
+          p.status?.podIP ? [endpointOf(c, p.status.podIP)] : [],
         ),
-      }),
+        ...(tls ? { tls } : {}),
+      });
+    },
   };
 };
 
 /** etcdctl in a Job from the default etcd image, e.g. at the cluster's Service by its name. */
-export const etcdctlJob = (b: ReturnType<typeof bed>, ns: string, job: string, args: string[]) =>
-  etcdctlIn(b, ns, job, imageOf({ spec: {} }), args);
+export const etcdctlJob = (
+  b: ReturnType<typeof bed>,
+  ns: string,
+  job: string,
+  args: string[],
+  secret?: string,
+) => etcdctlIn(b, ns, job, imageOf({ spec: {} }), args, secret);
 
 /**
  * The usual e2e set-up, as hooks of the calling describe: Tideway's CRDs, a namespace of its own,

@@ -487,7 +487,7 @@ describe("the chart's ServiceAccounts: the API server grants exactly infra/rbac 
     // Spelt out on purpose: a new right on Secrets is a change of this test, not only of a role file.
     expect(table).toEqual({
       backup: 'get', // a store's credentials and encryption key, the cluster's password: by name
-      'etcd-reconcile': 'none', // etcd members need no Secret (TLS will bring its own, by name)
+      'etcd-reconcile': 'get create update', // spec.tls: the CA and certificate Secrets it makes and renews
       health: 'get', // the cluster's password
       reconcile: 'get create patch', // the password Secret it makes for a cluster
       restore: 'get',

@@ -99,7 +99,7 @@ describe('function RBAC', () => {
     );
   });
 
-  it('etcd-reconcile makes members and reads the Backup a cluster starts from, and no Secret', async () => {
+  it('etcd-reconcile makes members, reads the Backup a cluster starts from, and makes its TLS Secrets by name', async () => {
     await check(
       'etcd-reconcile',
       [
@@ -107,10 +107,16 @@ describe('function RBAC', () => {
         ['delete', '', 'persistentvolumeclaims'],
         ['update', 'tideway.dev', 'etcdclusters', 'status'],
         ['get', 'tideway.dev', 'backups'],
+        // spec.tls: CA and certificate Secrets, made, read and renewed by name.
+        ['get', '', 'secrets'],
+        ['create', '', 'secrets'],
+        ['update', '', 'secrets'],
       ],
       [
-        // The restore step reads the store's Secrets as mounted files; the function never does.
-        ['get', '', 'secrets'],
+        // Never a look at every Secret, nor a deletion (the garbage collector removes its own).
+        ['list', '', 'secrets'],
+        ['watch', '', 'secrets'],
+        ['delete', '', 'secrets'],
         ['create', 'tideway.dev', 'backups'],
         ['patch', 'tideway.dev', 'backups'],
         ['delete', 'tideway.dev', 'etcdclusters'],

@@ -13,6 +13,8 @@ export const etcdctlJob = async (
   job: string,
   image: string,
   args: string[],
+  /** A Secret mounted at /tls (e.g. a cluster's client certificate: --cacert=/tls/ca.crt …). */
+  secret?: string,
 ) => {
   const batch = b.kc.makeApiClient(BatchV1Api);
   await batch.createNamespacedJob({
@@ -24,7 +26,16 @@ export const etcdctlJob = async (
         template: {
           spec: {
             restartPolicy: 'Never',
-            containers: [{ name: 'etcdctl', image, command: ['/usr/local/bin/etcdctl'], args }],
+            containers: [
+              {
+                name: 'etcdctl',
+                image,
+                command: ['/usr/local/bin/etcdctl'],
+                args,
+                ...(secret ? { volumeMounts: [{ name: 'tls', mountPath: '/tls', readOnly: true }] } : {}),
+              },
+            ],
+            ...(secret ? { volumes: [{ name: 'tls', secret: { secretName: secret } }] } : {}),
           },
         },
       },

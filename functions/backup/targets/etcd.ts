@@ -1,7 +1,10 @@
 import { CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type EtcdCluster, zEtcdCluster } from '../../../shared/api/generated.ts';
+import { ConfigurationError } from '../../../shared/backup/errors.ts';
+import { readSecret } from '../../../shared/backup/store-config.ts';
 import { EtcdError } from '../../../shared/etcd/errors.ts';
 import { createEtcdClient } from '../../../shared/etcd/gateway-client.ts';
+import type { EtcdTls } from '../../../shared/etcd/http.ts';
 import {
   type EtcdSource,
   type EtcdSourceCandidate,
@@ -10,8 +13,10 @@ import {
 } from '../../../shared/etcdcluster/backup-sources.ts';
 import { memberOf } from '../../../shared/etcdcluster/desired.ts';
 import { listMemberPods } from '../../../shared/etcdcluster/kube.ts';
-import { CLIENT_PORT } from '../../../shared/etcdcluster/names.ts';
+import { endpointOf as memberEndpoint } from '../../../shared/etcdcluster/names.ts';
 import { sameCluster } from '../../../shared/etcdcluster/observe.ts';
+import { clientTlsOf } from '../../../shared/etcdcluster/tls/ensure.ts';
+import { tlsSecretNames } from '../../../shared/etcdcluster/tls/sans.ts';
 import { isNotFound } from '../../../shared/kube/errors.ts';
 import { TIDEWAY_KINDS } from '../../../shared/kube/resources.ts';
 import { SnapshotError } from '../../../shared/redis/snapshot.ts';
@@ -41,8 +46,33 @@ export const readEtcdCluster = async (
   }
 };
 
-const endpointOf = (p: V1Pod) =>
-  p.status?.podIP && p.status.phase === 'Running' ? `http://${p.status.podIP}:${CLIENT_PORT}` : undefined;
+const endpointOf = (c: EtcdCluster, p: V1Pod) =>
+  p.status?.podIP && p.status.phase === 'Running' ? memberEndpoint(c, p.status.podIP) : undefined;
+
+const TLS_KEYS = ['tls.crt', 'tls.key', 'ca.crt'] as const;
+
+/**
+ * With spec.tls: the client certificate members require, from the cluster's client Secret (by
+ * name: backup may get Secrets, never list them). Missing or incomplete, the Backup fails at once
+ * with what to fix: no member would answer without it.
+ */
+export const readClientTls = async (kube: KubeConfig, c: EtcdCluster): Promise<EtcdTls | undefined> => {
+  if (!c.spec.tls) return undefined;
+  const name = tlsSecretNames(c).client;
+  const d = await readSecret(kube, c.metadata.namespace ?? '', name);
+  if (!d)
+    throw new ConfigurationError(
+      'ClusterTLSSecretNotFound',
+      `Secret ${name}, the client certificate of EtcdCluster ${c.metadata.name}, does not exist: ${c.spec.tls.client ? 'create it (spec.tls.client.secretName)' : 'etcd-reconcile makes it; see the cluster’s conditions'}`,
+    );
+  const missing = TLS_KEYS.filter((k) => !d[k]?.length);
+  if (missing.length > 0)
+    throw new ConfigurationError(
+      'ClusterTLSSecretInvalid',
+      `Secret ${name}, the client certificate of EtcdCluster ${c.metadata.name}, has no ${missing.join(' and no ')}`,
+    );
+  return clientTlsOf(c, Object.fromEntries(TLS_KEYS.map((k) => [k, d[k]?.toString() ?? ''])));
+};
 
 /**
  * An EtcdCluster's snapshots: etcd's own (maintenance/snapshot, the bytes `etcdctl snapshot save`
@@ -56,13 +86,17 @@ export const etcdTarget = (kube: KubeConfig, namespace: string, ec: EtcdCluster)
   sources: async (preference) => {
     const now = (await readEtcdCluster(kube, namespace, ec.metadata.name)) ?? ec;
     const pods = await listMemberPods(kube, now);
-    const client = createEtcdClient({ endpoints: pods.flatMap((p) => endpointOf(p) ?? []) });
+    const tls = await readClientTls(kube, now);
+    const client = createEtcdClient({
+      endpoints: pods.flatMap((p) => endpointOf(now, p) ?? []),
+      ...(tls ? { tls } : {}),
+    });
     try {
       const candidates: EtcdSourceCandidate[] = await Promise.all(
         pods.flatMap((p) => {
           const member = memberOf(p);
           if (!member) return [];
-          const endpoint = endpointOf(p);
+          const endpoint = endpointOf(now, p);
           const status = endpoint
             ? client
                 .status(endpoint, { timeoutMs: CALL_MS })
@@ -93,7 +127,8 @@ export const etcdTarget = (kube: KubeConfig, namespace: string, ec: EtcdCluster)
   },
   open: async (source, signal) => {
     const { member } = source as Source;
-    const client = createEtcdClient({ endpoints: [member.endpoint] });
+    const tls = await readClientTls(kube, ec);
+    const client = createEtcdClient({ endpoints: [member.endpoint], ...(tls ? { tls } : {}) });
     try {
       const snap = await client.snapshot({
         endpoint: member.endpoint,
