@@ -1,0 +1,247 @@
+import { type RedisCluster, RedisClusterSpecDefaults } from '../../shared/api/generated.ts';
+import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
+import { OwnershipConflict } from '../../shared/kube/ownership.ts';
+import { specProblems } from '../../shared/rediscluster/admission.ts';
+import { type Auth, passwordsOf } from '../../shared/rediscluster/auth.ts';
+import { bootstrapPending } from '../../shared/rediscluster/bootstrap.ts';
+import { statefulSetReplicas } from '../../shared/rediscluster/desired.ts';
+import { hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
+import { splitPods } from '../../shared/rediscluster/kube.ts';
+import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
+import { ordinalOf } from '../../shared/rediscluster/names.ts';
+import { observe } from '../../shared/rediscluster/observed.ts';
+import { planTopology } from '../../shared/rediscluster/plan.ts';
+import { recordHistory } from '../../shared/rediscluster/promotion.ts';
+import { restoringNow } from '../../shared/rediscluster/restoring.ts';
+import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
+import { switchoverTarget } from '../../shared/rediscluster/switchover.ts';
+import {
+  done,
+  type HandlerContext,
+  LockLostError,
+  type Outcome,
+  retryAfter,
+  TemporaryError,
+} from '../../shared/runtime/handler.ts';
+import type { ReconcilePorts } from './ports.ts';
+
+type Status = NonNullable<RedisCluster['status']>;
+
+const masterChanged = () =>
+  new TemporaryError('MasterChanged', 'status.master changed meanwhile; looking again', 200);
+
+/**
+ * One reconcile run on a loaded cluster: owned objects by server-side apply, the replication
+ * topology over the network at pod IPs, role labels the Services follow, at most one disruptive
+ * step (switchover, pod restart), and what it found written down.
+ */
+export const runReconcile = async (
+  loaded: LoadedCluster,
+  ctx: Pick<HandlerContext, 'clock' | 'fence' | 'log'>,
+  ports: ReconcilePorts,
+): Promise<Outcome> => {
+  const { rc, key, regarding, writeStatus } = loaded;
+  const generation = rc.metadata.generation;
+
+  if (rc.metadata.deletionTimestamp) {
+    if (rc.status?.phase !== 'Deleting') await writeStatus((s) => ({ ...s, phase: 'Deleting' }));
+    return (await ports.finalize(rc)) ? done : retryAfter(1000, 'WaitingForPods');
+  }
+  if (!hasFinalizer(rc)) {
+    await ports.addFinalizer(rc);
+    return done; // the update is an event of its own: the next run sees the finalizer
+  }
+
+  const recordedMaster = rc.status?.master;
+  let expectedMaster = recordedMaster;
+  /** Status writes never change status.master behind another writer's back (compare-and-set). */
+  const writeOwnStatus = (mutate: (s: Status) => Status | undefined) =>
+    writeStatus((s) => {
+      if ((s.master ?? undefined) !== expectedMaster) throw masterChanged();
+      ctx.fence();
+      return mutate(s);
+    });
+  const refuse = async (r: { reason: string; message: string }) => {
+    // Nothing running is touched because of a bad edit or a conflict: report it, wait for a change.
+    await writeOwnStatus((s) => ({
+      ...s,
+      conditions: setCondition(
+        s.conditions as Condition[],
+        { type: 'Reconciled', status: 'False', ...r },
+        generation,
+      ),
+    }));
+    ctx.log.warn('not reconciled', r);
+    return done;
+  };
+
+  // What admission refuses is refused here too (objects created before a rule existed, or an API
+  // server without the current CRD): nothing running changes because of it.
+  const problems = specProblems(rc);
+  if (problems.length > 0) return refuse({ reason: 'InvalidSpec', message: problems.join('; ') });
+
+  let auth: Auth;
+  try {
+    auth = await ports.readAuth(rc);
+  } catch (error) {
+    if (error instanceof OwnershipConflict) return refuse({ reason: error.reason, message: error.message });
+    throw error;
+  }
+  const desired = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas;
+  const masterOrdinal = recordedMaster ? ordinalOf(rc.metadata.name, recordedMaster) : -1;
+  const masterLost = Boolean(rc.status?.failover?.masterUnreachableSince);
+  const labelled = await ports.listLabelledPods(rc);
+  const applied = await ports.applyOwned({
+    rc,
+    auth: { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) },
+    pods: splitPods(rc, labelled).pods,
+    stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
+  });
+  if (!('sts' in applied)) return refuse(applied);
+  const { sts } = applied;
+  const stsReplicas = sts.spec?.replicas ?? desired;
+
+  // One list for the run: what the configuration keys are kept for, and what is probed.
+  const { pods, foreign } = splitPods(rc, labelled, sts.metadata?.uid);
+  const passwords = passwordsOf(auth);
+  const instances = await ports.probeInstances(rc.metadata.name, pods, passwords, { inspectAuth: true });
+  const rotation = await ports.rollPassword({ rc, auth, instances, regarding });
+  const password = rotation.password;
+  const plan = planTopology(instances, recordedMaster, desired, rc.status?.replication);
+  if (plan.master !== recordedMaster) {
+    // The record first (compare-and-set), then the servers: two deciders never both act.
+    const written = await writeOwnStatus((s) => ({ ...s, master: plan.master }));
+    if (written?.status?.master !== plan.master) throw masterChanged();
+    expectedMaster = plan.master;
+  }
+  const converged = plan.commands.length === 0 && plan.labels.length === 0 && plan.blocked.length === 0;
+  const failed = new Set<string>();
+  for (const c of plan.commands) {
+    try {
+      ctx.fence();
+      await ports.command(c.ip, password, c.args);
+      ctx.log.info('topology', { pod: c.pod, command: c.args.join(' ') });
+    } catch (error) {
+      if (error instanceof LockLostError) throw error;
+      failed.add(c.pod);
+      ctx.log.warn('topology command failed', { pod: c.pod, command: c.args[0], error });
+    }
+  }
+  for (const l of plan.labels) {
+    // An instance whose command failed is not known to play its part: no label for it.
+    ctx.fence();
+    await ports.labelPod(key.namespace, l.pod, failed.has(l.pod) ? null : l.role);
+  }
+  if (plan.change?.reason === 'Adopted') {
+    await ports.recordEvent({
+      regarding,
+      type: 'Warning',
+      reason: 'Adopted',
+      action: 'Switchover',
+      note: `master ${plan.change.from ?? '(none)'} → ${plan.master}: adopted the running master`,
+    });
+  }
+
+  const after =
+    plan.commands.length > 0
+      ? // The commands change roles, not pods: probe the same pods again.
+        await ports.probeInstances(rc.metadata.name, pods, passwords)
+      : instances;
+  const o = observe(rc, after, plan.master, pods);
+  const inSync = converged && o.phase === 'Ready' && o.nodes?.every((n) => n.ready) === true;
+  const m = after.find((i) => i.pod === plan.master);
+
+  // At most one disruptive step per run, and only from a cluster in sync.
+  let step: RolloutStep = { kind: 'none' };
+  let progress: { status?: 'True' | 'False'; reason: string; message: string } = plan.blocked.length
+    ? { reason: 'TopologyBlocked', message: plan.blocked.join('; ') }
+    : rotation.waiting
+      ? { reason: 'RotatingPassword', message: rotation.waiting }
+      : { reason: 'Applied', message: 'owned objects match the spec' };
+  const restoring = restoringNow(rc, ctx.clock());
+  if (restoring) {
+    // The master is being loaded: no restart, switchover or scale-down until it is done.
+    step = { kind: 'wait', why: `a restore runs: ${restoring}` };
+    progress = { reason: 'Restoring', message: step.why };
+  } else if (stsReplicas > desired) {
+    const to = m && inSync ? switchoverTarget(after, m, (i) => i.ordinal < desired) : undefined;
+    const why = `scaling down to ${desired}: ${m?.pod} hands the master role over first`;
+    step =
+      m && to
+        ? { kind: 'switchover', from: m, to, why }
+        : { kind: 'wait', why: `${why}, once a replica is in sync` };
+    progress = { reason: 'ScalingDown', message: step.why };
+  } else {
+    step = planRollout({ sts, pods, instances: after, master: plan.master, desired, inSync });
+    if (step.kind !== 'none') progress = { reason: 'RollingUpdate', message: step.why };
+  }
+
+  if (foreign.length > 0)
+    // Not Tideway's to touch, but the cluster's Services send them traffic: say so.
+    progress = {
+      status: 'False',
+      reason: 'ForeignPods',
+      message: `pods ${foreign.map((p) => p.metadata?.name).join(', ')} carry this cluster's labels but are not its StatefulSet's; the cluster's Services send them traffic. Remove their labels or the pods`,
+    };
+
+  await writeOwnStatus((s) => {
+    let conditions = s.conditions as Condition[] | undefined;
+    for (const c of o.conditions) conditions = setCondition(conditions, c, generation);
+    conditions = setCondition(conditions, { type: 'Reconciled', status: 'True', ...progress }, generation);
+    const { conditions: _c, ...rest } = o;
+    // A reinstated master starts a new id: record it with the one it continued from, so the
+    // instances that come back with the earlier id are still known as holding this data.
+    const served = after.find((i) => i.pod === plan.master)?.replication;
+    const replication = served?.role === 'master' ? recordHistory(s.replication, served) : s.replication;
+    return {
+      ...s,
+      ...rest,
+      conditions,
+      observedGeneration: generation,
+      ...(replication ? { replication } : {}),
+    };
+  });
+
+  // Created from a backup: its data first (the rollout and scaling steps wait for it).
+  if (bootstrapPending(rc) && !rc.metadata.deletionTimestamp)
+    return ports.advanceBootstrap({
+      rc,
+      masterServes: m?.replication?.role === 'master',
+      writeStatus: writeOwnStatus,
+      regarding,
+    });
+
+  if (step.kind === 'switchover') {
+    await ports.switchover({
+      cluster: loaded,
+      instances: after,
+      password,
+      from: step.from,
+      to: step.to,
+      why: step.why,
+    });
+    return retryAfter(200, 'Switchover');
+  }
+  if (step.kind === 'deletePod') {
+    const uid = pods.find((p) => p.metadata?.name === step.pod)?.metadata?.uid;
+    ctx.fence();
+    // That very pod (uid precondition): never one that replaced it meanwhile.
+    await ports.deletePod(key.namespace, step.pod, uid);
+    ctx.log.info('rolling update', { pod: step.pod, why: step.why });
+    await ports.recordEvent({
+      regarding,
+      type: 'Normal',
+      reason: 'RollingUpdate',
+      action: 'DeletePod',
+      note: step.why,
+    });
+    return retryAfter(1000, 'RollingUpdate');
+  }
+  if (step.kind === 'wait') return retryAfter(2000, progress.reason);
+  // Not there yet (pods starting, a sync running): look again soon. Pod events also wake us.
+  if (plan.blocked.length > 0) return retryAfter(2000, 'TopologyBlocked');
+  if (rotation.waiting) return retryAfter(2000, 'RotatingPassword');
+  // Their labels may go without an event that names this cluster: look again now and then.
+  if (foreign.length > 0) return retryAfter(30_000, 'ForeignPods');
+  return converged && o.phase === 'Ready' ? done : retryAfter(1000, 'Converging');
+};
