@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import type { Auth } from '../../shared/rediscluster/auth.ts';
 import type { FailoverResult } from '../../shared/rediscluster/failover.ts';
+import { fakeClusterStore } from '../../shared/rediscluster/fixture.ts';
 import { outageWatch } from '../../shared/rediscluster/health.ts';
 import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
-import { FINALIZER } from '../../shared/rediscluster/names.ts';
 import type { Instance } from '../../shared/rediscluster/probe.ts';
 import { done, retryAfter } from '../../shared/runtime/handler.ts';
 import type { HealthPorts } from './ports.ts';
@@ -60,42 +60,15 @@ const lost = () => [down(0), cut(replica(1, 90)), cut(replica(2, 100))];
 const promoted = () => [down(0), replica(1, 90, 2), master(2, 100, 'b')];
 const serving = () => [master(0, 100), replica(1, 100), replica(2, 90)];
 
-/**
- * The RedisCluster as the API server holds it: each load reads the stored status, and
- * writeStatus is a read-modify-write on it (nothing written when mutate returns undefined or
- * the same status, as loadCluster's does).
- */
+/** The cluster as the API server holds it, every status written kept in `writes`. */
 const apiServer = (status: Status, meta: Partial<RedisCluster['metadata']> = {}) => {
-  const stored = { status: structuredClone(status) };
   const writes: Status[] = [];
-  const object = (s: Status) =>
-    ({
-      apiVersion: 'tideway.dev/v1alpha1',
-      kind: 'RedisCluster',
-      metadata: { name: 'r', namespace: 'ns', uid: 'u1', generation: 2, finalizers: [FINALIZER], ...meta },
-      spec: { version: '7.0', replicas: 3, failover: { enabled: true, after: '5s' } },
-      status: structuredClone(s),
-    }) as unknown as RedisCluster;
-  const load = (): LoadedCluster => ({
-    rc: object(stored.status),
-    key: { namespace: 'ns', name: 'r' },
-    regarding: {
-      apiVersion: 'tideway.dev/v1alpha1',
-      kind: 'RedisCluster',
-      namespace: 'ns',
-      name: 'r',
-      uid: 'u1',
-    },
-    writeStatus: async (mutate) => {
-      const next = mutate(structuredClone(stored.status));
-      if (next !== undefined && JSON.stringify(next) !== JSON.stringify(stored.status)) {
-        stored.status = structuredClone(next);
-        writes.push(structuredClone(next));
-      }
-      return object(stored.status);
-    },
+  const api = fakeClusterStore(status, {
+    meta,
+    spec: { failover: { enabled: true, after: '5s' } },
+    onWrite: (s) => writes.push(s),
   });
-  return { stored, writes, load };
+  return { ...api, writes };
 };
 
 /**

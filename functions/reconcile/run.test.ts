@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { OwnershipConflict } from '../../shared/kube/ownership.ts';
 import type { Auth } from '../../shared/rediscluster/auth.ts';
-import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
-import { FINALIZER, type Role } from '../../shared/rediscluster/names.ts';
+import { fakeClusterStore } from '../../shared/rediscluster/fixture.ts';
+import type { Role } from '../../shared/rediscluster/names.ts';
 import type { Refusal } from '../../shared/rediscluster/owned.ts';
 import type { Instance } from '../../shared/rediscluster/probe.ts';
 import { done, type Outcome, retryAfter, toOutcome } from '../../shared/runtime/handler.ts';
@@ -69,53 +69,16 @@ const serving = () => [
 
 const t0 = Date.parse('2026-11-23T10:00:00Z');
 
-/**
- * The RedisCluster as the API server holds it: each load reads the stored status, and
- * writeStatus is a read-modify-write on it (nothing written when mutate returns undefined or
- * the same status, as loadCluster's does). Each write is noted in `effects`.
- */
+/** The cluster as the API server holds it; each status written is noted in `effects`. */
 const apiServer = (
   effects: string[],
   status: Status,
   o: { meta?: Partial<RedisCluster['metadata']>; spec?: Partial<RedisCluster['spec']> } = {},
-) => {
-  const stored = { status: structuredClone(status) };
-  const object = (s: Status) =>
-    ({
-      apiVersion: 'tideway.dev/v1alpha1',
-      kind: 'RedisCluster',
-      metadata: {
-        name: 'r',
-        namespace: 'ns',
-        uid: 'u1',
-        generation: 2,
-        finalizers: [FINALIZER],
-        ...o.meta,
-      },
-      spec: { version: '7.0', replicas: 3, ...o.spec },
-      status: structuredClone(s),
-    }) as unknown as RedisCluster;
-  const load = (): LoadedCluster => ({
-    rc: object(stored.status),
-    key: { namespace: 'ns', name: 'r' },
-    regarding: {
-      apiVersion: 'tideway.dev/v1alpha1',
-      kind: 'RedisCluster',
-      namespace: 'ns',
-      name: 'r',
-      uid: 'u1',
-    },
-    writeStatus: async (mutate) => {
-      const next = mutate(structuredClone(stored.status));
-      if (next !== undefined && JSON.stringify(next) !== JSON.stringify(stored.status)) {
-        stored.status = structuredClone(next);
-        effects.push(`status master=${next.master ?? '-'} phase=${next.phase ?? '-'}`);
-      }
-      return object(stored.status);
-    },
+) =>
+  fakeClusterStore(status, {
+    ...o,
+    onWrite: (next) => effects.push(`status master=${next.master ?? '-'} phase=${next.phase ?? '-'}`),
   });
-  return { stored, load };
-};
 
 type WorldOptions = {
   /** What finalize says: the finalizer is gone. */
