@@ -109,6 +109,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     // Before the cluster formed nothing starts without it; after, running members keep what they
     // have, and nothing changes until it is fixed.
     const formed = !!cluster.status?.clusterID;
+    ctx.fence();
     await writeStatus((s) => {
       const next = formed ? s : { ...s, phase: 'Pending' as const };
       return {
@@ -126,6 +127,11 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return tls.retry ? retryAfter(10_000, tls.reason) : done;
   }
   const clientTls = tls?.client;
+  // The CAs members will load, recorded before the first of them starts: never changed after.
+  if (tls && !cluster.status?.tls?.trustedCAs) {
+    ctx.fence();
+    await writeStatus((s) => ({ ...s, tls: { ...s.tls, trustedCAs: tls.trust } }));
+  }
 
   // A cluster made from a backup: what its first member starts from, checked before any pod exists.
   const fromBackupName = cluster.spec.bootstrap?.fromBackup?.name;
@@ -329,7 +335,8 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         ready,
       ])
         next = { ...next, conditions: condition(next, cond) };
-      if (tls && 'expiresAt' in tls) next = { ...next, tls: { expiresAt: tls.expiresAt.toISOString() } };
+      if (tls && 'expiresAt' in tls)
+        next = { ...next, tls: { ...next.tls, expiresAt: tls.expiresAt.toISOString() } };
       return { ...next, observedGeneration: generation };
     });
   }

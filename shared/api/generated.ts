@@ -230,6 +230,10 @@ export const EtcdClusterSpecDefaults = {"version":"3.6","image":"","size":3,"sto
 export const zEtcdClusterStatus = z.looseObject({
   tls: z.looseObject({
     expiresAt: z.string().optional(),
+    trustedCAs: z.looseObject({
+      peer: z.string().max(64).optional(),
+      client: z.string().max(64).optional(),
+    }).optional(),
   }).optional(),
   bootstrap: z.looseObject({
     backup: z.string().max(253).optional(),

@@ -122,6 +122,24 @@ describe('etcd TLS', () => {
     }
   });
 
+  it('refuses at admission turning TLS off, renaming its Secrets, and a server part without a client part', async () => {
+    const store = { store: bedStoreSpec(b, `e2e/${ns()}`) };
+    await expect(etcd.apply('main', { size: 3, backup: store })).rejects.toMatchObject({
+      stderr: expect.stringContaining('tls cannot be turned on or off on a running cluster'),
+    });
+    await expect(
+      etcd.apply('main', { size: 3, tls: { peer: { secretName: 'mine' } }, backup: store }),
+    ).rejects.toMatchObject({
+      stderr: expect.stringContaining('tls Secret names cannot change after creation'),
+    });
+    await expect(etcd.apply('half', { size: 1, tls: { server: { secretName: 's' } } })).rejects.toMatchObject(
+      {
+        stderr: expect.stringContaining('tls.server and tls.client are given together'),
+      },
+    );
+    expect((await etcd.get('main')).spec.tls).toEqual({});
+  });
+
   it('stops before any pod on a given Secret that is missing, then on one that does not fit', async () => {
     await etcd.apply('given', { size: 1, tls: { peer: { secretName: 'my-peer' } } });
     const reasonOf = async () =>

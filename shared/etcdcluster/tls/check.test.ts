@@ -85,6 +85,26 @@ describe('checking a TLS Secret', () => {
     );
   });
 
+  it('refuses what etcd refuses: a certificate not valid yet, a CA file with a key in it', async () => {
+    const early = await issueLeaf({
+      ca: clientCa,
+      cn: 'tideway',
+      usages: ['clientAuth'],
+      now: new Date(NOW.getTime() + 2 * DAY_MS),
+    });
+    expect(problem(check('client', filesOf(early, clientCa))).message).toMatch(/not valid before/);
+    // Minutes ahead is clock skew between issuer and here: fine.
+    const skewed = await issueLeaf({
+      ca: clientCa,
+      cn: 'tideway',
+      usages: ['clientAuth'],
+      now: new Date(NOW.getTime() + 9 * 60_000),
+    });
+    passed(check('client', filesOf(skewed, clientCa)));
+    const withKey = { ...filesOf(client, clientCa), 'ca.crt': clientCa.cert + clientCa.key };
+    expect(problem(check('client', withKey)).message).toMatch(/holds a private key block/);
+  });
+
   it('refuses a key that is not the certificate’s', () => {
     const r = problem(check('server', { ...filesOf(server, clientCa), 'tls.key': client.key }));
     expect(r.message).toMatch(
@@ -323,6 +343,36 @@ describe('checking Secrets made by openssl', () => {
       now: new Date(),
     });
     expect(problem(r).message).toMatch(/not signed by a CA in its ca.crt/);
+  });
+
+  it('refuses what etcd refuses: a SHA-1 signature', async () => {
+    await sign('sha1', 'ossl-int', 'extendedKeyUsage=clientAuth\n');
+    // The same request signed again with SHA-1.
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-sha1',
+      '-in',
+      f('sha1.csr'),
+      '-CA',
+      f('ossl-int.crt'),
+      '-CAkey',
+      f('ossl-int.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      f('sha1.ext'),
+      '-out',
+      f('sha1.crt'),
+    ]);
+    const files = {
+      'tls.crt': (await read('sha1.crt')) + (await read('ossl-int.crt')),
+      'tls.key': await read('sha1.key'),
+      'ca.crt': await read('ossl-root.crt'),
+    };
+    const r = checkPart({ part: 'client', secret: SECRET.client, files, hosts: [], now: new Date() });
+    expect(problem(r).message).toMatch(/sha1WithRSAEncryption|ecdsa-with-SHA1/);
   });
 
   it('refuses a leaf whose intermediate is missing', async () => {

@@ -19,6 +19,7 @@ const EKU = { serverAuth: '1.3.6.1.5.5.7.3.1', clientAuth: '1.3.6.1.5.5.7.3.2', 
 const FILES = ['tls.crt', 'tls.key', 'ca.crt'] as const;
 
 const invalid = (message: string): TlsProblem => ({ reason: 'TLSSecretInvalid', message });
+const NOT_BEFORE_SKEW_MS = 5 * 60_000;
 
 export const isProblem = (x: unknown): x is TlsProblem =>
   typeof x === 'object' && x !== null && REASONS.includes((x as { reason?: unknown }).reason as string);
@@ -116,6 +117,13 @@ export const checkPart = (o: {
       `tls.crt in Secret ${secret} holds no readable PEM certificate: put the ${part} certificate there (leaf first, then any intermediates).`,
     );
   }
+  // etcd reads every block of a CA file as a certificate and will not start on another kind.
+  const foreign = (files['ca.crt'] ?? '').match(/-----BEGIN (?!CERTIFICATE-----)[A-Z0-9 ]+-----/)?.[0];
+  if (foreign) {
+    return invalid(
+      `ca.crt in Secret ${secret} holds a ${foreign.slice(11, -5).toLowerCase()} block besides certificates: etcd reads every block there as a certificate and would not start; keep only CA certificates in ca.crt.`,
+    );
+  }
   const ca = certificatesOf(files['ca.crt'] ?? '') ?? [];
   if (!ca.length) {
     return invalid(
@@ -138,6 +146,18 @@ export const checkPart = (o: {
       reason: 'TLSCertificateExpired',
       message: `The certificate in Secret ${secret} (tls.crt) expired on ${leaf.validToDate.toISOString()}: renew it in Secret ${secret}.`,
     };
+  }
+  // Valid from a little ahead of the clock (skew between issuer and here), not days ahead.
+  if (o.now.getTime() + NOT_BEFORE_SKEW_MS < leaf.validFromDate.getTime()) {
+    return invalid(
+      `The certificate in Secret ${secret} (tls.crt) is not valid before ${leaf.validFromDate.toISOString()}: etcd refuses it until then; issue one valid from now.`,
+    );
+  }
+  const weak = [leaf, ...intermediates].find((x) => /sha1|md5/i.test(x.signatureAlgorithm ?? ''));
+  if (weak) {
+    return invalid(
+      `A certificate in Secret ${secret} (tls.crt) is signed with ${weak.signatureAlgorithm}, which etcd refuses as insecure: reissue it with SHA-256 or stronger.`,
+    );
   }
   const path = chainOf(leaf, intermediates, ca);
   if (!path) {

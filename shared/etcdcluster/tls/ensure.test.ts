@@ -125,6 +125,40 @@ describe('ensureTls: generated material', () => {
   });
 });
 
+describe('ensureTls: the CAs members started with', () => {
+  it('refuses a generated CA replaced after it was recorded, issuing nothing from it (TLSCAChanged)', async () => {
+    const m = memoryStore();
+    const first = ready(await ensureTls(m.store, cluster({}), { now, domain: 'cluster.local' }));
+    const formed = cluster({}, { clusterID: 'abc', tls: { trustedCAs: first.trust } });
+    ready(await ensureTls(m.store, formed, { now, domain: 'cluster.local' }));
+    // Someone puts other CAs into the Secret (it stays the cluster's).
+    const other = await issueCa({ cn: 'other', now });
+    const ca = m.secrets.get('main-etcd-ca');
+    m.put('main-etcd-ca', { ...ca?.data, 'peer-ca.crt': other.cert, 'peer-ca.key': other.key }, true);
+    m.writes.length = 0;
+    const r = await ensureTls(m.store, formed, { now, domain: 'cluster.local' });
+    expect(r).toMatchObject({ reason: 'TLSCAChanged', retry: false });
+    expect((r as TlsRefusal).message).toContain('main-etcd-ca');
+    expect(m.writes).toEqual([]);
+  });
+
+  it('ends no later than a CA: a certificate is never issued past its CA, and expiresAt says the CA', async () => {
+    const m = memoryStore();
+    ready(await ensureTls(m.store, cluster({}), { now, domain: 'cluster.local' }));
+    const caEnds = Date.parse(
+      new X509Certificate(m.secrets.get('main-etcd-ca')?.data['client-ca.crt'] ?? '').validTo,
+    );
+    // 200 days before the CAs end: renewed, for 200 days at most.
+    const late = new Date(caEnds - 200 * DAY);
+    const r = ready(
+      await ensureTls(m.store, cluster({}, { clusterID: 'abc' }), { now: late, domain: 'cluster.local' }),
+    );
+    const leafEnds = Date.parse(cert(m.secrets.get('main-etcd-server-tls')).validTo);
+    expect(leafEnds).toBeLessThanOrEqual(caEnds);
+    expect(r.expiresAt.getTime()).toBeLessThanOrEqual(caEnds);
+  });
+});
+
 describe('ensureTls: given Secrets', () => {
   /** A given set, made by the user's own CA: one CA for peers, one for clients. */
   const givenSet = async (
@@ -169,6 +203,34 @@ describe('ensureTls: given Secrets', () => {
     expect(r.client.cert).toBe(set.client['tls.crt']);
     expect(r.notes).toMatchObject([{ reason: 'CertificateExpiring', warning: true }]);
     expect(r.notes[0]?.message).toContain('Secret s');
+  });
+
+  it('refuses a given CA that changed after the members started with another one', async () => {
+    const m = memoryStore();
+    const c = cluster(mine);
+    const set = await givenSet(c);
+    m.put('p', set.peer);
+    m.put('s', set.server);
+    m.put('k', set.client);
+    const first = ready(await ensureTls(m.store, c, { now, domain: 'cluster.local' }));
+    const renewed = await givenSet(c); // cert-manager renewing its CA with a new key
+    m.put('p', renewed.peer);
+    m.put('s', renewed.server);
+    m.put('k', renewed.client);
+    const formed = cluster(mine, { clusterID: 'abc', tls: { trustedCAs: first.trust } });
+    expect(await ensureTls(m.store, formed, { now, domain: 'cluster.local' })).toMatchObject({
+      reason: 'TLSCAChanged',
+    });
+  });
+
+  it('refuses a given name that Tideway generates (it would write it, or mount the CA keys)', async () => {
+    const m = memoryStore();
+    const r = await ensureTls(m.store, cluster({ peer: { secretName: 'main-etcd-ca' } }), {
+      now,
+      domain: 'cluster.local',
+    });
+    expect(r).toMatchObject({ reason: 'TLSSecretNameReserved', retry: false });
+    expect(m.writes).toEqual([]);
   });
 
   it('waits for a given Secret that does not exist yet (TLSSecretNotFound, looked at again)', async () => {

@@ -1,8 +1,17 @@
+import { createHash, X509Certificate } from 'node:crypto';
 import type { EtcdCluster } from '../../api/generated.ts';
 import type { EtcdTls } from '../../etcd/http.ts';
 import { type CheckedPart, checkPart, checkSet, isProblem, type TlsFiles } from './check.ts';
 import { issueCa, issueLeaf, type KeyPair, type Usage } from './issue.ts';
-import { peerSans, requiredHosts, serverNameOf, serverSans, type TlsPart, tlsSecretNames } from './sans.ts';
+import {
+  defaultSecretName,
+  peerSans,
+  requiredHosts,
+  serverNameOf,
+  serverSans,
+  type TlsPart,
+  tlsSecretNames,
+} from './sans.ts';
 import type { SecretStore, StoredSecret } from './store.ts';
 
 type Cluster = Pick<EtcdCluster, 'metadata' | 'spec' | 'status'>;
@@ -13,6 +22,10 @@ export const RENEW_BEFORE_MS = 90 * DAY_MS;
 /** A given certificate ending this soon is warned about on every run. */
 const WARN_BEFORE_MS = 30 * DAY_MS;
 const PARTS: readonly TlsPart[] = ['peer', 'server', 'client'];
+const LEAF_DAYS = 365;
+
+/** SHA-256 of a CA file as members read it (surrounding whitespace aside). */
+const fingerprintOf = (pem: string) => createHash('sha256').update(pem.trim()).digest('hex');
 
 export type TlsNote = { reason: string; message: string; warning?: boolean };
 export type TlsReady = {
@@ -20,6 +33,8 @@ export type TlsReady = {
   client: EtcdTls;
   /** The earliest end of the three certificates in use. */
   expiresAt: Date;
+  /** Fingerprints of the CAs members load at start: recorded once (status.tls.trustedCAs). */
+  trust: { peer: string; client: string };
   /** What this run did or saw, for Events. */
   notes: TlsNote[];
 };
@@ -71,6 +86,16 @@ export const ensureTls = async (
     retry: false,
   });
 
+  // A given name that is one Tideway generates would be written by it, or mount the CA keys.
+  const reserved = [names.ca, ...PARTS.map((p) => defaultSecretName(c, p))];
+  for (const p of PARTS.filter(given))
+    if (reserved.includes(names[p]))
+      return {
+        reason: 'TLSSecretNameReserved',
+        message: `spec.tls.${p}.secretName ${names[p]} is a name Tideway generates for this cluster (${reserved.join(', ')}); name your Secret otherwise`,
+        retry: false,
+      };
+
   const secrets = new Map<TlsPart, StoredSecret | undefined>(
     await Promise.all(PARTS.map(async (p) => [p, await store.get(names[p])] as const)),
   );
@@ -92,7 +117,7 @@ export const ensureTls = async (
       };
     if (!stored) {
       // CAs are made once, before any member exists: a CA made later would cut the members apart.
-      if (c.status?.clusterID || generated.some((p) => secrets.get(p)))
+      if (c.status?.clusterID || c.status?.tls?.trustedCAs || generated.some((p) => secrets.get(p)))
         return {
           reason: 'TLSCASecretLost',
           message: `Secret ${names.ca} is gone; members trust only the CAs they started with, so Tideway issues nothing new. Restore the Secret from a copy, or make a new cluster from a Backup`,
@@ -126,6 +151,27 @@ export const ensureTls = async (
     }
   }
 
+  // What members load at start and never again: the peer part's ca.crt (whom peers trust) and
+  // the server part's (whom clients trust). Once recorded, a change cuts the members apart.
+  const trust = {
+    peer: fingerprintOf(given('peer') ? (secrets.get('peer')?.data['ca.crt'] ?? '') : (cas?.peer.cert ?? '')),
+    client: fingerprintOf(
+      given('server') ? (secrets.get('server')?.data['ca.crt'] ?? '') : (cas?.client.cert ?? ''),
+    ),
+  };
+  const pinned = c.status?.tls?.trustedCAs;
+  const changed = pinned
+    ? (['peer', 'client'] as const).find((k) => pinned[k] && trust[k] !== pinned[k])
+    : undefined;
+  if (changed) {
+    const part = changed === 'peer' ? 'peer' : 'server';
+    const where = given(part) ? names[part] : names.ca;
+    return {
+      reason: 'TLSCAChanged',
+      message: `the ${changed} CA in Secret ${where} is not the one the members started with (sha256 ${pinned?.[changed]?.slice(0, 16)}…): etcd loads CAs only at start, so members would refuse certificates of the new one. Put the former CA back; changing a cluster's CA is not supported yet`,
+      retry: false,
+    };
+  }
   const checked = new Map<TlsPart, CheckedPart>();
   let clientFiles: Record<string, string> = {};
   for (const part of PARTS) {
@@ -173,7 +219,16 @@ export const ensureTls = async (
         : part === 'server'
           ? serverSans(c, o.domain)
           : { dns: [], ips: [] };
+    const caEnds = new X509Certificate(ca.cert).validToDate.getTime();
+    const days = Math.min(LEAF_DAYS, Math.floor((caEnds - o.now.getTime()) / DAY_MS));
+    if (days < 1)
+      return {
+        reason: 'TLSCertificateExpired',
+        message: `the generated ${CA_OF[part]} CA in Secret ${names.ca} ends ${new Date(caEnds).toISOString()}: no certificate can be issued from it; make a new cluster from a Backup`,
+        retry: false,
+      };
     const leaf = await issueLeaf({
+      days,
       ca,
       cn: part === 'client' ? 'tideway' : `${nameOf(c)}-etcd-${part}`,
       ...sans,
@@ -214,10 +269,10 @@ export const ensureTls = async (
     secrets: { server: names.server, client: names.client },
   });
   if (mismatch) return { ...mismatch, retry: false };
-  const expiresAt = new Date(
-    Math.min(peer.notAfter.getTime(), server.notAfter.getTime(), client.notAfter.getTime()),
-  );
-  return { client: clientTlsOf(c, clientFiles), expiresAt, notes };
+  // The CAs end too: a leaf outlives nothing it chains to.
+  const ends = [peer, server, client].flatMap((x) => [x.notAfter, ...x.ca.map((a) => a.validToDate)]);
+  const expiresAt = new Date(Math.min(...ends.map((d) => d.getTime())));
+  return { client: clientTlsOf(c, clientFiles), expiresAt, trust, notes };
 };
 
 /** The client material of a cluster, as read from its client Secret. */

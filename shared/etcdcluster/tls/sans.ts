@@ -12,10 +12,13 @@ type TlsSpec = {
 };
 const tlsOf = (c: Cluster) => (c.spec as { tls?: TlsSpec }).tls;
 
+/** The Secret Tideway generates for a part when spec.tls does not name one. */
+export const defaultSecretName = (c: Cluster, p: TlsPart) => `${namesOf(c).name}-etcd-${p}-tls`;
+
 export const tlsSecretNames = (c: Cluster): { ca: string; peer: string; server: string; client: string } => {
   const { name } = namesOf(c);
   const tls = tlsOf(c);
-  const part = (p: TlsPart) => tls?.[p]?.secretName ?? `${name}-etcd-${p}-tls`;
+  const part = (p: TlsPart) => tls?.[p]?.secretName ?? defaultSecretName(c, p);
   return { ca: `${name}-etcd-ca`, peer: part('peer'), server: part('server'), client: part('client') };
 };
 
