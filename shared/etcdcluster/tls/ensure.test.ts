@@ -190,14 +190,18 @@ describe('ensureTls: given Secrets', () => {
     };
   };
   const mine = { peer: { secretName: 'p' }, server: { secretName: 's' }, client: { secretName: 'k' } };
+  /** A given set into the Secrets `mine` names. */
+  const putSet = (m: ReturnType<typeof memoryStore>, set: Awaited<ReturnType<typeof givenSet>>) => {
+    m.put('p', set.peer);
+    m.put('s', set.server);
+    m.put('k', set.client);
+  };
 
   it('uses them as they are, never writing one, and warns of one that ends within 30 days', async () => {
     const m = memoryStore();
     const c = cluster(mine);
     const set = await givenSet(c);
-    m.put('p', set.peer);
-    m.put('s', set.server);
-    m.put('k', set.client);
+    putSet(m, set);
     const r = ready(await ensureTls(m.store, c, { now, domain: 'cluster.local' }));
     expect(m.writes).toEqual([]);
     expect(r.client.cert).toBe(set.client['tls.crt']);
@@ -209,17 +213,21 @@ describe('ensureTls: given Secrets', () => {
     const m = memoryStore();
     const c = cluster(mine);
     const set = await givenSet(c);
-    m.put('p', set.peer);
-    m.put('s', set.server);
-    m.put('k', set.client);
+    putSet(m, set);
     const first = ready(await ensureTls(m.store, c, { now, domain: 'cluster.local' }));
     const renewed = await givenSet(c); // cert-manager renewing its CA with a new key
-    m.put('p', renewed.peer);
-    m.put('s', renewed.server);
-    m.put('k', renewed.client);
+    putSet(m, renewed);
     const formed = cluster(mine, { clusterID: 'abc', tls: { trustedCAs: first.trust } });
     expect(await ensureTls(m.store, formed, { now, domain: 'cluster.local' })).toMatchObject({
       reason: 'TLSCAChanged',
+    });
+    // The former CAs back, then a given Secret deleted: said as such, not as a changed CA.
+    m.put('s', set.server);
+    m.put('k', set.client);
+    m.secrets.delete('p');
+    expect(await ensureTls(m.store, formed, { now, domain: 'cluster.local' })).toMatchObject({
+      reason: 'TLSSecretNotFound',
+      retry: true,
     });
   });
 
@@ -244,9 +252,7 @@ describe('ensureTls: given Secrets', () => {
     const m = memoryStore();
     const c = cluster(mine);
     const set = await givenSet(c, ['serverAuth']);
-    m.put('p', set.peer);
-    m.put('s', set.server);
-    m.put('k', set.client);
+    putSet(m, set);
     const r = await ensureTls(m.store, c, { now, domain: 'cluster.local' });
     expect(r).toMatchObject({ reason: 'TLSSecretInvalid', retry: false });
     expect(m.writes).toEqual([]);

@@ -153,18 +153,19 @@ export const ensureTls = async (
 
   // What members load at start and never again: the peer part's ca.crt (whom peers trust) and
   // the server part's (whom clients trust). Once recorded, a change cuts the members apart.
-  const trust = {
-    peer: fingerprintOf(given('peer') ? (secrets.get('peer')?.data['ca.crt'] ?? '') : (cas?.peer.cert ?? '')),
-    client: fingerprintOf(
-      given('server') ? (secrets.get('server')?.data['ca.crt'] ?? '') : (cas?.client.cert ?? ''),
-    ),
-  };
+  const partOf = (k: 'peer' | 'client') => (k === 'peer' ? 'peer' : 'server');
+  const caFile = (k: 'peer' | 'client') =>
+    given(partOf(k)) ? secrets.get(partOf(k))?.data['ca.crt'] : cas?.[k].cert;
+  const trust = { peer: fingerprintOf(caFile('peer') ?? ''), client: fingerprintOf(caFile('client') ?? '') };
   const pinned = c.status?.tls?.trustedCAs;
+  // A given Secret that is not there is the checks' below to report (TLSSecretNotFound), not a changed CA.
   const changed = pinned
-    ? (['peer', 'client'] as const).find((k) => pinned[k] && trust[k] !== pinned[k])
+    ? (['peer', 'client'] as const).find(
+        (k) => pinned[k] && caFile(k) !== undefined && trust[k] !== pinned[k],
+      )
     : undefined;
   if (changed) {
-    const part = changed === 'peer' ? 'peer' : 'server';
+    const part = partOf(changed);
     const where = given(part) ? names[part] : names.ca;
     return {
       reason: 'TLSCAChanged',
