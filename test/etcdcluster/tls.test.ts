@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -52,6 +52,20 @@ describe('etcd TLS', () => {
       Buffer.from((await secret('main-etcd-server-tls')).data?.['tls.crt'] ?? '', 'base64'),
     );
     expect(ready.status?.tls?.expiresAt).toBe(new Date(server.validTo).toISOString());
+    // The CAs the members loaded are on record: a changed one is refused later (TLSCAChanged).
+    const cas = (await secret('main-etcd-ca')).data ?? {};
+    const sha = (b64: string | undefined) =>
+      createHash('sha256')
+        .update(
+          Buffer.from(b64 ?? '', 'base64')
+            .toString()
+            .trim(),
+        )
+        .digest('hex');
+    expect(ready.status?.tls?.trustedCAs).toEqual({
+      peer: sha(cas['peer-ca.crt']),
+      client: sha(cas['client-ca.crt']),
+    });
     const pod = (await etcd.pods('main'))[0];
     expect(pod?.spec?.containers[0]?.args).toContain('--client-cert-auth=true');
     expect(pod?.spec?.containers[0]?.args).toContain('--listen-peer-urls=https://0.0.0.0:2380');
