@@ -3,12 +3,13 @@ import { acquireLock } from '../infra/testbed/lock.ts';
 import { startTestbed } from '../infra/testbed/testbed.ts';
 import { benchBackup } from './backup.ts';
 import { benchChart } from './chart.ts';
+import { benchDispatch } from './dispatch.ts';
 import { benchEtcd } from './etcd.ts';
 import { benchEventPath } from './event-path.ts';
 import { benchRedis } from './redis.ts';
 import { benchRestore } from './restore.ts';
 
-// npm run bench [-- --quick] [-- --only event-path|relist|redis|etcd|chart|restore|backup]: starts its own test
+// npm run bench [-- --quick] [-- --only event-path|dispatch|relist|redis|etcd|chart|restore|backup]: starts its own test
 // bed, runs the benchmarks, prints the results.
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
@@ -38,6 +39,20 @@ try {
           ? { rates: [100], seconds: 5, objects: 50, relist: 1000 }
           : { rates: [200, 1000], seconds: 10, objects: 200, relist: 10_000 },
       )),
+    );
+  if (want('dispatch'))
+    results.push(
+      ...(await benchDispatch(testbed(), {
+        rate: 200,
+        seconds: values.quick ? 5 : 10,
+        objects: 200,
+        setups: [
+          { replicas: 1, keepMs: 0 },
+          { replicas: 1, keepMs: 10_000 },
+          { replicas: 3, keepMs: 0 },
+          { replicas: 3, keepMs: 10_000 },
+        ],
+      })),
     );
   if (want('redis'))
     results.push(

@@ -41,6 +41,8 @@ export type ConsumerOptions = {
 export type RunningConsumer = { stop(drainMs?: number): Promise<void> };
 
 const NS = 1_000_000;
+/** How long asking for a lock that another process keeps idle may take (a round trip or two). */
+const KEPT_LOCK_HANDOVER_MS = 1000;
 const ext = (event: CloudEvent<unknown>, name: string) => {
   const v = (event as unknown as Record<string, unknown>)[name];
   return typeof v === 'string' ? v : '';
@@ -198,16 +200,17 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
     };
     const withLock: HandlerContext['withLock'] = async (other, { waitMs }, fn) => {
       if (other === key || also.has(other)) return { value: await fn(signal) };
+      // Even "no wait" waits for a lock another process only keeps idle to come back.
       const inner =
         (await o.locks.tryAcquire(other)) ??
-        (waitMs > 0
-          ? await o.locks
-              .acquire(other, { signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs)]) })
-              .catch((error: unknown) => {
-                if (error instanceof LockAbortedError && !signal.aborted) return undefined;
-                throw error;
-              })
-          : undefined);
+        (await o.locks
+          .acquire(other, {
+            signal: AbortSignal.any([signal, AbortSignal.timeout(Math.max(waitMs, KEPT_LOCK_HANDOVER_MS))]),
+          })
+          .catch((error: unknown) => {
+            if (error instanceof LockAbortedError && !signal.aborted) return undefined;
+            throw error;
+          }));
       if (!inner) return undefined;
       also.set(other, inner);
       try {

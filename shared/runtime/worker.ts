@@ -25,6 +25,11 @@ export const zWorkerEnv = z.object({
   /** Where /metrics, /healthz and /readyz listen: loopback locally, the pod's address in a pod. */
   TIDEWAY_OPS_HOST: z.string().min(1).default('127.0.0.1'),
   TIDEWAY_REPLICA: z.string().default('0'),
+  /**
+   * How long a replica keeps an object's lock after a run, for the object's next event (no round
+   * trip then); 0 gives it back at once. Given back early to whoever asks for it.
+   */
+  TIDEWAY_LOCK_KEEP_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
   /** Set by the supervisor: the parent this worker must outlive by no more than a second. */
   TIDEWAY_SUPERVISOR_PID: z.coerce.number().int().positive().optional(),
   /** One namespace only: the watcher watches it, handler functions consume only its events. */
@@ -140,7 +145,12 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
     const kube = new KubeConfig();
     kube.loadFromDefault();
     const deps: Deps = { ...base, kube };
-    const locks = await objectLocks(bus, { owner: `${hostname()}/${process.pid}`, replicas });
+    // A released lock is kept a while: the next event of the same object here needs no round trip.
+    const locks = await objectLocks(bus, {
+      owner: `${hostname()}/${process.pid}`,
+      replicas,
+      keepMs: e.TIDEWAY_LOCK_KEEP_MS,
+    });
     const lockKey = await loadLockKey(file, fn.handler);
     const consumer = await startConsumer({
       bus,
@@ -152,7 +162,10 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
       locks,
       ...(e.TIDEWAY_WATCH_NAMESPACE ? { namespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),
     });
-    stop = (drainMs) => consumer.stop(drainMs);
+    stop = async (drainMs) => {
+      await consumer.stop(drainMs);
+      await locks.close();
+    };
   }
   log.info('started', { ops: ops.url, events: fn.events.map((ev) => ev.cloudevent) });
 

@@ -66,7 +66,13 @@ functions:
         clock: () => new Date(),
         env: {},
       };
-      const locks = await objectLocks(bus, { stream: `LOCKS_${fnName}`, owner: id, ttlMs: 6000 });
+      // Kept after each run, as in the product: a replica asks the other for what it keeps.
+      const locks = await objectLocks(bus, {
+        stream: `LOCKS_${fnName}`,
+        owner: id,
+        ttlMs: 6000,
+        keepMs: 10_000,
+      });
       consumers.push(await startConsumer({ bus, name: fnName, fn, deps, locks, handler }));
     }
   });

@@ -83,4 +83,96 @@ describe('object locks on JetStream', () => {
     await after.release();
     await buses[0]?.jsm.streams.delete(renewStream);
   });
+
+  describe('kept after release (keepMs)', () => {
+    const keptStream = `${stream}_KEPT`;
+    afterAll(async () => {
+      await buses[0]?.jsm.streams.delete(keptStream).catch(() => undefined);
+    });
+    const pair = async (ttlMs = 6000) => {
+      const a = await objectLocks(await connect('locks-k1'), {
+        stream: keptStream,
+        owner: 'a',
+        ttlMs,
+        keepMs: 60_000,
+      });
+      const b = await objectLocks(await connect('locks-k2'), {
+        stream: keptStream,
+        owner: 'b',
+        ttlMs,
+        keepMs: 60_000,
+      });
+      return { a, b };
+    };
+    const messages = async () => (await buses[0]!.jsm.streams.info(keptStream)).state.messages;
+
+    it('takes a lock it kept again without writing, and still excludes others meanwhile', async () => {
+      const { a, b } = await pair();
+      const first = await a.acquire('Probe/ns/k1', {});
+      await first.release();
+      const before = await messages();
+      const again = await a.tryAcquire('Probe/ns/k1');
+      expect(again?.token()).toBe(first.token()); // no new write: the same message
+      expect(await messages()).toBe(before);
+      // In use again: another process is refused, and stays refused while it runs.
+      expect(await b.tryAcquire('Probe/ns/k1')).toBeUndefined();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await b.tryAcquire('Probe/ns/k1')).toBeUndefined();
+      expect(again?.held()).toBe(true);
+      // Asked for while in use: given back when the run ends, not kept.
+      const waiting = b.acquire('Probe/ns/k1', { signal: AbortSignal.timeout(3000) });
+      await new Promise((r) => setTimeout(r, 100));
+      const released = Date.now();
+      await again?.release();
+      const theirs = await waiting;
+      expect(Date.now() - released).toBeLessThan(1000);
+      expect(theirs.token()).toBeGreaterThan(first.token());
+      expect(await a.tryAcquire('Probe/ns/k1')).toBeUndefined();
+      await theirs.release();
+      await a.close();
+      await b.close();
+      expect(await messages()).toBe(0);
+    });
+
+    it('gives a kept lock to another process that asks, long before it would age out', async () => {
+      const { a, b } = await pair();
+      const mine = await a.acquire('Probe/ns/k2', {});
+      const stale = mine.token();
+      await mine.release(); // kept, renewed, for 60 s
+      const asked = Date.now();
+      const theirs = await b.acquire('Probe/ns/k2', { signal: AbortSignal.timeout(3000) });
+      expect(Date.now() - asked).toBeLessThan(1000);
+      expect(theirs.token()).toBeGreaterThan(stale);
+      // The lease a run here had is over: nothing acts on it any more.
+      expect(mine.held()).toBe(false);
+      await theirs.release();
+      // Asked for once, the object is not kept here any more: its events reach others too.
+      await (await a.acquire('Probe/ns/k2', {})).release();
+      expect(await messages()).toBe(0);
+      await a.close();
+      await b.close();
+    });
+
+    it('never reuses a kept lock after a stall that outlasted it: the other process has it', async () => {
+      const { a, b } = await pair(2000);
+      const mine = await a.acquire('Probe/ns/k3', {});
+      await mine.release();
+      // The whole process stalls past the TTL: no renewal runs, the server ages the lock out.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2600);
+      const theirs = await b.acquire('Probe/ns/k3', { signal: AbortSignal.timeout(3000) });
+      expect(await a.tryAcquire('Probe/ns/k3')).toBeUndefined();
+      await theirs.release();
+      await a.close();
+      await b.close();
+    });
+
+    it('gives every kept lock back on close', async () => {
+      const { a, b } = await pair();
+      for (const k of ['x1', 'x2', 'x3']) await (await a.acquire(`Probe/ns/${k}`, {})).release();
+      expect(await messages()).toBe(3);
+      await a.close();
+      expect(await messages()).toBe(0);
+      await b.close();
+    });
+  });
 });
