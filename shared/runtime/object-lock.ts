@@ -47,6 +47,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const NS_PER_MS = 1_000_000;
 /** How long a lock someone else asked for is not kept after runs here. */
 const CONTENDED_MS = 60_000;
+/** How long close() may take to give kept locks back. */
+const CLOSE_WITHIN_MS = 2000;
 
 /**
  * Object locks across all replicas of a function, one subject per object in a stream of their
@@ -298,7 +300,10 @@ export const objectLocks = async (
     close: async () => {
       closed = true;
       asked?.unsubscribe();
-      await Promise.all([...kept.keys()].map(giveBack));
+      // Bounded: with the bus gone the deletes would wait for their timeouts, and a stopping
+      // process must not; what is not given back ages out.
+      const bound = new Promise((r) => setTimeout(r, CLOSE_WITHIN_MS).unref());
+      await Promise.race([Promise.all([...kept.keys()].map(giveBack)), bound]);
     },
   };
 };
