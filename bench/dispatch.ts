@@ -10,8 +10,8 @@ import { sleep, until } from '../infra/testbed/wait.ts';
 import { connectBus } from '../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../shared/bus/publisher.ts';
 import { ensureStream } from '../shared/bus/stream.ts';
-import { filterSubject, STREAM } from '../shared/events/subjects.ts';
-import { consumerName } from '../shared/runtime/consumer.ts';
+import { filterSubject } from '../shared/events/subjects.ts';
+import { deleteConsumers } from '../shared/runtime/consumer.ts';
 import { ms, now, percentile, pool, root, spawnFunction } from './support.ts';
 
 export type DispatchOptions = {
@@ -46,12 +46,12 @@ export const benchDispatch = async (bed: Testbed, o: DispatchOptions) => {
   await ensureStream(bus.jsm);
   const publisher = jetStreamPublisher(bus.js);
   const dir = await mkdtemp(join(tmpdir(), 'tideway-bench-dispatch-'));
+  const namespaces: string[] = [];
   const lines: string[] = [];
-  const durables: string[] = [];
   try {
     for (const [s, setup] of o.setups.entries()) {
       const ns = `bench-dispatch-${Date.now().toString(36)}-${s}`;
-      durables.push(consumerName('probe', ns));
+      namespaces.push(ns);
       const probeFile = join(dir, `probe-${s}.txt`);
       const bareFile = join(dir, `bare-${s}.txt`);
       writeFileSync(probeFile, '');
@@ -105,8 +105,11 @@ export const benchDispatch = async (bed: Testbed, o: DispatchOptions) => {
           60_000,
           500,
         );
+        // Replicas that started together settle their partitions within a pull's expiry (5 s);
+        // then each object once, so its lock is where its events will go.
+        await sleep(6000);
         await pool(names.length, 16, (i) => publisher.publish(event(names[i]!, `w-${i}`)));
-        await sleep(2000);
+        await sleep(1000);
 
         const sent = new Map<string, number>();
         const total = o.rate * o.seconds;
@@ -131,6 +134,13 @@ export const benchDispatch = async (bed: Testbed, o: DispatchOptions) => {
         await sleep(500);
         const probe = times(probeFile, 1, 3);
         const base = times(bareFile, 0, 1);
+        // Objects whose measured events ran on more than one replica (each move is a hand-over).
+        const replicasOf = new Map<string, Set<string>>();
+        for (const line of readFileSync(probeFile, 'utf8').split('\n')) {
+          const [name = '', rv = '', , , replica = ''] = line.split(' ');
+          if (sent.has(rv)) replicasOf.set(name, (replicasOf.get(name) ?? new Set()).add(replica));
+        }
+        const moved = [...replicasOf.values()].filter((s) => s.size > 1).length;
         const both = [...sent.keys()].filter((rv) => probe.has(rv) && base.has(rv));
         const sorted = (f: (rv: string) => number) => both.map(f).sort((a, b) => a - b);
         const baseline = sorted((rv) => base.get(rv)! - sent.get(rv)!);
@@ -138,7 +148,7 @@ export const benchDispatch = async (bed: Testbed, o: DispatchOptions) => {
         const added = sorted((rv) => probe.get(rv)! - base.get(rv)!);
         lines.push(
           `dispatch @ ${o.rate}/s for ${o.seconds}s over ${o.objects} objects, ${setup.replicas} replica(s), ` +
-            `locks kept ${setup.keepMs} ms: ${probe.size} handled of ${sent.size} sent, ${both.length} seen by both`,
+            `locks kept ${setup.keepMs} ms: ${[...sent.keys()].filter((rv) => probe.has(rv)).length} handled of ${sent.size} sent, ${both.length} seen by both; ${moved} of ${replicasOf.size} objects ran on more than one replica`,
           `  bare consumer (baseline)      p50 ${ms(percentile(baseline, 50))}  p99 ${ms(percentile(baseline, 99))}`,
           `  tideway handler start         p50 ${ms(percentile(handler, 50))}  p99 ${ms(percentile(handler, 99))}` +
             `  ratio p50 ${(percentile(handler, 50) / percentile(baseline, 50)).toFixed(2)}x  p99 ${(percentile(handler, 99) / percentile(baseline, 99)).toFixed(2)}x`,
@@ -151,7 +161,7 @@ export const benchDispatch = async (bed: Testbed, o: DispatchOptions) => {
       }
     }
   } finally {
-    for (const d of durables) await bus.jsm.consumers.delete(STREAM, d).catch(() => undefined);
+    for (const ns of namespaces) await deleteConsumers(bus.jsm, 'probe', ns);
     await bus.close();
     await rm(dir, { recursive: true, force: true });
   }

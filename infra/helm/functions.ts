@@ -1,4 +1,4 @@
-import { STREAM } from '../../shared/events/subjects.ts';
+import { PARTITIONS, STREAM } from '../../shared/events/subjects.ts';
 import { type FunctionConfig, nodeArgsFor, type ServerlessConfig } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
 import { namespacedServiceAccount, serviceAccountOf } from '../../shared/runtime/identity.ts';
@@ -39,8 +39,11 @@ export type ChartFunction = {
   nodeOptions?: string;
   terminationGracePeriodSeconds: number;
   serviceAccount: ScopedName;
-  /** The durable consumer on the stream, whose lag KEDA scales on (event functions only). */
-  consumer?: ScopedName & { stream: string; lagThreshold: number };
+  /**
+   * The durable consumers on the stream, `<name>-p<n>` for each of `partitions`, whose summed lag
+   * KEDA scales on (event functions only).
+   */
+  consumer?: ScopedName & { stream: string; lagThreshold: number; partitions: number };
   /** Its HTTP port (TIDEWAY_<NAME>_PORT in its environment): a Service and probes. */
   httpPort?: number;
   /** Environment variable → downward API field path. */
@@ -79,6 +82,7 @@ export const chartFunction = (name: string, fn: FunctionConfig): ChartFunction =
             namespaced: consumerName(name, WATCH_NAMESPACE),
             // Events one replica takes at once: more waiting than that, per replica, adds one.
             lagThreshold: fn.reservedConcurrency,
+            partitions: PARTITIONS,
           },
         }),
     ...(httpPort ? { httpPort } : {}),

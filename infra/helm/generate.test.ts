@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { STREAM } from '../../shared/events/subjects.ts';
+import { PARTITIONS, STREAM } from '../../shared/events/subjects.ts';
 import { parseServerless } from '../../shared/runtime/config.ts';
 import { consumerName } from '../../shared/runtime/consumer.ts';
 import { type RbacDoc, SYSTEM_NAMESPACE } from '../install.ts';
@@ -115,6 +115,7 @@ functions:
       stream: STREAM,
       cluster: consumerName('eater'),
       namespaced: consumerName('eater', WATCH_NAMESPACE),
+      partitions: PARTITIONS,
       lagThreshold: 3,
     });
     expect(fns.eater).toMatchObject({ service: false, replicas: 5 });

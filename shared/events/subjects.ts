@@ -20,7 +20,28 @@ const typeTokens = (type: string): string => {
   return type.slice(TYPE_PREFIX.length);
 };
 
-/** tideway.<type: 2 tokens>.<kind>.<namespace>.<name> */
+/** The object key of a subject: what per-object serialization locks on. */
+export const objectKeyOf = (ref: ObjectRef): string =>
+  [ref.kind, ref.namespace, ref.name].map(encodeToken).join('.');
+
+/**
+ * Every event of one object lands in one of this many partitions, a function's replicas share
+ * the partitions out (runtime/partitions.ts), so an object's events keep going to one replica.
+ * 12 splits evenly over 1, 2, 3, 4 and 6 replicas. Changing it re-routes every object.
+ */
+export const PARTITIONS = 12;
+
+/** The partition of an object's events: FNV-1a of its key (stable across versions and languages). */
+export const partitionOf = (ref: ObjectRef): number => {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(objectKeyOf(ref), 'utf8')) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % PARTITIONS;
+};
+
+/** tideway.<type: 2 tokens>.<kind>.<namespace>.<name>.<partition> */
 export const subjectFor = (type: string, ref: ObjectRef): string =>
   [
     SUBJECT_ROOT,
@@ -28,13 +49,19 @@ export const subjectFor = (type: string, ref: ObjectRef): string =>
     encodeToken(ref.kind),
     encodeToken(ref.namespace),
     encodeToken(ref.name),
+    String(partitionOf(ref)),
   ].join('.');
 
 /**
  * Filter subject for a subscription: a type pattern as in serverless.yml (`dev.tideway.resource.*`
- * or an exact type), optionally one kind and one namespace.
+ * or an exact type), optionally one kind, one namespace and one partition.
  */
-export const filterSubject = (typePattern: string, kind?: string, namespace?: string): string => {
+export const filterSubject = (
+  typePattern: string,
+  kind?: string,
+  namespace?: string,
+  partition?: number,
+): string => {
   const tokens = typeTokens(typePattern);
   if (tokens.split('.').length !== 2)
     throw new Error(`event type pattern ${typePattern} must have the form ${TYPE_PREFIX}<group>.<name|*>`);
@@ -42,10 +69,10 @@ export const filterSubject = (typePattern: string, kind?: string, namespace?: st
     SUBJECT_ROOT,
     tokens,
     kind ? encodeToken(kind) : '*',
-    ...(namespace ? [encodeToken(namespace), '>'] : ['>']),
+    ...(partition === undefined
+      ? namespace
+        ? [encodeToken(namespace), '>']
+        : ['>']
+      : [namespace ? encodeToken(namespace) : '*', '*', String(partition)]),
   ].join('.');
 };
-
-/** The object key of a subject: what per-object serialization locks on. */
-export const objectKeyOf = (ref: ObjectRef): string =>
-  [ref.kind, ref.namespace, ref.name].map(encodeToken).join('.');

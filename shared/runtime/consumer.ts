@@ -1,8 +1,16 @@
-import { AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  AckPolicy,
+  type ConsumerMessages,
+  DeliverPolicy,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import type { CloudEvent } from 'cloudevents';
 import type { Bus } from '../bus/connect.ts';
 import { fromMessage } from '../events/nats-binding.ts';
-import { filterSubject, objectKeyOf, STREAM } from '../events/subjects.ts';
+import { encodeToken, filterSubject, objectKeyOf, PARTITIONS, STREAM } from '../events/subjects.ts';
 import { boundedKubeConfig } from '../kube/timeouts.ts';
 import { backoffMs } from './backoff.ts';
 import { ackWaitMsOf, type FunctionConfig, toMs } from './config.ts';
@@ -17,6 +25,7 @@ import {
 } from './handler.ts';
 import { keyedScheduler, type Slot } from './keyed-scheduler.ts';
 import { LockAbortedError, type LockLease, type ObjectLocks } from './object-lock.ts';
+import { members, prioritiesOf } from './partitions.ts';
 import { reportFailure } from './report.ts';
 
 export type ConsumerOptions = {
@@ -71,6 +80,87 @@ const coalesceClass = (type: string) => (type.startsWith('dev.tideway.resource.'
 export const consumerName = (fn: string, namespace?: string) =>
   namespace ? `fn-${fn}-ns-${namespace}` : `fn-${fn}`;
 
+/** The durable consumer of one partition of a function's events (`consumerName` + `-p<n>`). */
+export const partitionConsumerName = (base: string, partition: number) => `${base}-p${partition}`;
+
+/** The durable consumers a function reads, one per partition. */
+export const partitionConsumers = (fn: string, namespace?: string) =>
+  Array.from({ length: PARTITIONS }, (_, p) => partitionConsumerName(consumerName(fn, namespace), p));
+
+/** What a function's consumers hold, summed over its partitions: not yet delivered, and unacked. */
+export const consumerBacklog = async (jsm: JetStreamManager, fn: string, namespace?: string) => {
+  let pending = 0;
+  let ackPending = 0;
+  for (const durable of partitionConsumers(fn, namespace)) {
+    const info = await jsm.consumers.info(STREAM, durable);
+    pending += info.num_pending;
+    ackPending += info.num_ack_pending;
+  }
+  return { pending, ackPending };
+};
+
+/** Deletes a function's consumers (a test's or a bench's own function). */
+export const deleteConsumers = async (jsm: JetStreamManager, fn: string, namespace?: string) => {
+  for (const durable of partitionConsumers(fn, namespace))
+    await jsm.consumers.delete(STREAM, durable).catch(() => undefined);
+};
+
+const PRIORITY_GROUP = 'tideway';
+const PULL_EXPIRES_MS = 5000;
+
+/**
+ * Gives a running consume() a new priority for its next pulls, without closing it: closing
+ * unsubscribes at once, and a message the server routes to the pull in that moment is lost to
+ * both sides until ack_wait. @nats-io/jetstream reads `opts.priority` each time it pulls (3.4;
+ * test/runtime/consumer.test.ts "hands a stopped replica's objects" fails if that changes).
+ * False when the client does not look like that: the caller closes and reopens instead.
+ */
+const repull = (messages: ConsumerMessages, priority: number): boolean => {
+  const opts = (messages as unknown as { opts?: { priority?: unknown } }).opts;
+  if (!opts || typeof opts.priority !== 'number') return false;
+  opts.priority = priority;
+  return true;
+};
+/** Where replicas of one function find each other (partitions.ts); not stored. */
+const MEMBERS_SUBJECT = 'tideway_members';
+
+/**
+ * Makes (or updates) a function's durable consumers, one per partition, as its replicas read
+ * them; returns their common prefix (`consumerName`). Each replica pulls every partition with its
+ * own priority (partitions.ts): the server serves the first in line while it pulls, the next
+ * when it is gone.
+ */
+export const ensureConsumers = async (
+  jsm: JetStreamManager,
+  o: { name: string; fn: FunctionConfig; namespace?: string | undefined },
+): Promise<string> => {
+  const { fn } = o;
+  const base = consumerName(o.name, o.namespace);
+  for (let p = 0; p < PARTITIONS; p++) {
+    const config = {
+      durable_name: partitionConsumerName(base, p),
+      filter_subjects: [
+        ...new Set(fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind, o.namespace, p))),
+      ],
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: ackWaitMsOf(fn) * NS,
+      // We count attempts ourselves so exhaustion is reported, never a silent stop of redelivery.
+      max_deliver: -1,
+      // Bounds what one function holds unacked, hence the memory of every replica.
+      max_ack_pending: Math.max(256, fn.reservedConcurrency * 64),
+      priority_groups: [PRIORITY_GROUP],
+      priority_policy: 'prioritized' as const,
+    };
+    const existing = await jsm.consumers.info(STREAM, config.durable_name).catch(() => undefined);
+    if (existing) await jsm.consumers.update(STREAM, config.durable_name, { ...existing.config, ...config });
+    else await jsm.consumers.add(STREAM, config);
+  }
+  // The one unpartitioned consumer of earlier versions would keep events nobody reads.
+  await jsm.consumers.delete(STREAM, base).catch(() => undefined);
+  return base;
+};
+
 /**
  * Runs one function over its durable consumer. Per object (or per `lockKey`): one handler at a
  * time in this process (keyed scheduler) and across replicas (object lock); waiting for a lock
@@ -84,24 +174,7 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
   const log = deps.log.child({ function: name });
   const timeoutMs = fn.timeout * 1000;
   const ackWaitMs = ackWaitMsOf(fn);
-  const filters = [
-    ...new Set(fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind, o.namespace))),
-  ];
-  const durable = consumerName(name, o.namespace);
-  const config = {
-    durable_name: durable,
-    filter_subjects: filters,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    ack_wait: ackWaitMs * NS,
-    // We count attempts ourselves so exhaustion is reported, never a silent stop of redelivery.
-    max_deliver: -1,
-    // Bounds what one function holds unacked, hence the memory of every replica.
-    max_ack_pending: Math.max(256, fn.reservedConcurrency * 64),
-  };
-  const existing = await bus.jsm.consumers.info(STREAM, durable).catch(() => undefined);
-  if (existing) await bus.jsm.consumers.update(STREAM, durable, { ...existing.config, ...config });
-  else await bus.jsm.consumers.add(STREAM, config);
+  const base = await ensureConsumers(bus.jsm, { name, fn, namespace: o.namespace });
 
   const scheduler = keyedScheduler(fn.reservedConcurrency);
   const shutdown = new AbortController();
@@ -265,63 +338,138 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
     }
   };
 
-  const consumer = await bus.js.consumers.get(STREAM, durable);
-  const messages = await consumer.consume({ max_messages: Math.max(32, fn.reservedConcurrency * 4) });
-  const loop = (async () => {
-    for await (const msg of messages) {
-      m.inc('tideway_events_received_total', labels);
-      let event: CloudEvent<unknown>;
-      try {
-        event = fromMessage(msg.headers, msg.data);
-      } catch (error) {
-        log.error('dropping a message that is not a valid CloudEvent', { subject: msg.subject, error });
-        msg.term('invalid CloudEvent');
-        continue;
-      }
-      const own = ownKeyOf(event);
-      const { key, invalid } = lockKeyFor(o.lockKey, event, own);
-      // Keeps the message ours from now until it is settled: waiting in line, for a lock, running.
-      const heartbeat = setInterval(() => msg.working(), ackWaitMs / 3);
-      scheduler.submit({
-        key,
-        // Per object: under a shared lock key one object's event never stands in for another's.
-        coalesce: `${coalesceClass(event.type)} ${own}`,
-        run: async (slot) => {
-          try {
-            if (shutdown.signal.aborted) return msg.nak(0);
-            if (invalid)
-              return await fail(msg, event, {
-                reason: 'InvalidLockKey',
-                message: invalid,
-                outcome: 'terminal',
-              });
-            await handle(msg, event, { own, lock: key }, slot);
-          } catch (error) {
-            log.warn('handler run failed before an outcome; redelivering', { object: own, error });
-            msg.nak(shutdown.signal.aborted ? 0 : 1000);
-          } finally {
-            clearInterval(heartbeat);
-          }
-        },
-        superseded: () => {
-          clearInterval(heartbeat);
-          msg.ack(); // a newer event for the same object is queued and covers this one
-          m.inc('tideway_events_handled_total', { ...labels, outcome: 'coalesced' });
-        },
-      });
+  /** One delivered message: to the keyed scheduler, which runs it when its object is free. */
+  const onMessage = (msg: JsMsg) => {
+    m.inc('tideway_events_received_total', labels);
+    let event: CloudEvent<unknown>;
+    try {
+      event = fromMessage(msg.headers, msg.data);
+    } catch (error) {
+      log.error('dropping a message that is not a valid CloudEvent', { subject: msg.subject, error });
+      msg.term('invalid CloudEvent');
+      return;
     }
-  })();
+    const own = ownKeyOf(event);
+    const { key, invalid } = lockKeyFor(o.lockKey, event, own);
+    // Keeps the message ours from now until it is settled: waiting in line, for a lock, running.
+    const heartbeat = setInterval(() => msg.working(), ackWaitMs / 3);
+    scheduler.submit({
+      key,
+      // Per object: under a shared lock key one object's event never stands in for another's.
+      coalesce: `${coalesceClass(event.type)} ${own}`,
+      run: async (slot) => {
+        try {
+          if (shutdown.signal.aborted) return msg.nak(0);
+          if (invalid)
+            return await fail(msg, event, {
+              reason: 'InvalidLockKey',
+              message: invalid,
+              outcome: 'terminal',
+            });
+          await handle(msg, event, { own, lock: key }, slot);
+        } catch (error) {
+          log.warn('handler run failed before an outcome; redelivering', { object: own, error });
+          msg.nak(shutdown.signal.aborted ? 0 : 1000);
+        } finally {
+          clearInterval(heartbeat);
+        }
+      },
+      superseded: () => {
+        clearInterval(heartbeat);
+        msg.ack(); // a newer event for the same object is queued and covers this one
+        m.inc('tideway_events_handled_total', { ...labels, outcome: 'coalesced' });
+      },
+    });
+  };
+
+  // A lane per partition: its pull, at this replica's priority for it, changed as members come
+  // and go. A lane closed for a new priority still hands on what it had received.
+  type Lane = { priority: number; readonly messages: ConsumerMessages; readonly done: Promise<void> };
+  const lanes = new Map<number, Lane>();
+  const batch = Math.max(16, fn.reservedConcurrency * 2);
+  let stopping = false;
+  let retry: NodeJS.Timeout | undefined;
+  const open = async (partition: number, priority: number) => {
+    const consumer = await bus.js.consumers.get(STREAM, partitionConsumerName(base, partition));
+    // Pulls that expire every few seconds: a changed priority applies from the next one.
+    const messages = await consumer.consume({
+      max_messages: batch,
+      expires: PULL_EXPIRES_MS,
+      group: PRIORITY_GROUP,
+      priority,
+    });
+    const lane: Lane = {
+      priority,
+      messages,
+      done: (async () => {
+        for await (const msg of messages) onMessage(msg);
+      })().catch((error: unknown) => log.warn('a partition lane ended', { partition, error })),
+    };
+    lanes.set(partition, lane);
+    // A lane that ends by itself (not closed here) is opened again: no partition goes unread.
+    void lane.done.then(() => {
+      if (stopping || lanes.get(partition) !== lane) return;
+      lanes.delete(partition);
+      again();
+    });
+  };
+  const self = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  let reprioritizing = Promise.resolve();
+  const reprioritize = (list: string[]) => {
+    reprioritizing = reprioritizing.then(async () => {
+      const priorities = prioritiesOf(list, self, PARTITIONS);
+      for (const [p, priority] of priorities.entries()) {
+        const lane = lanes.get(p);
+        if (stopping || (lane && lane.priority === priority)) continue;
+        if (lane && repull(lane.messages, priority)) {
+          lane.priority = priority;
+          continue;
+        }
+        if (lane) {
+          lanes.delete(p);
+          await lane.messages.close().catch(() => undefined);
+          await lane.done;
+        }
+        await open(p, priority).catch((error: unknown) => {
+          log.warn('could not open a partition lane; trying again', { partition: p, error });
+          again();
+        });
+      }
+    });
+    return reprioritizing;
+  };
+  /** Opens what is missing a second from now (the bus away, a lane that ended). */
+  const again = () => {
+    if (stopping || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void reprioritize(team.list());
+    }, 1000);
+  };
+  const team = members(bus.nc, {
+    subject: `${MEMBERS_SUBJECT}.${encodeToken(base)}`,
+    self,
+    onChange: (list) => void reprioritize(list),
+  });
+  // Lanes open at priorities from the members that answered: a replica joining others does not
+  // start first in line everywhere. Those already running change theirs from their next pull.
+  await team.heard;
+  await reprioritize(team.list());
 
   const lag = setInterval(async () => {
-    const info = await consumer.info(true).catch(() => undefined);
-    if (info) m.set('tideway_consumer_lag', info.num_pending + info.num_ack_pending, labels);
-  }, 5000);
+    const b = await consumerBacklog(bus.jsm, name, o.namespace).catch(() => undefined);
+    if (b) m.set('tideway_consumer_lag', b.pending + b.ackPending, labels);
+  }, 15_000);
 
   return {
     stop: async (drainMs = timeoutMs) => {
       clearInterval(lag);
-      await messages.close().catch(() => undefined);
-      await loop.catch(() => undefined);
+      stopping = true;
+      clearTimeout(retry);
+      team.stop();
+      await reprioritizing;
+      for (const lane of lanes.values()) await lane.messages.close().catch(() => undefined);
+      await Promise.all([...lanes.values()].map((l) => l.done));
       // Let running handlers finish; after the deadline, cancel them (their events are redelivered).
       const deadline = new Promise((r) => setTimeout(r, drainMs).unref());
       await Promise.race([scheduler.idle(), deadline]);

@@ -6,11 +6,10 @@ import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup, BackupSchedule } from '../../shared/api/generated.ts';
 import { connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
-import { STREAM } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
+import { consumerBacklog } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
@@ -628,8 +627,8 @@ describe.concurrent('backup schedules', () => {
       /** Every message of the schedule function's consumer handled (acked), retries included. */
       const drained = () =>
         until('the schedule function idle', async () => {
-          const c = await bus.jsm.consumers.info(STREAM, consumerName('schedule', o.ns));
-          return c.num_pending + c.num_ack_pending === 0 ? true : undefined;
+          const c = await consumerBacklog(bus.jsm, 'schedule', o.ns);
+          return c.pending + c.ackPending === 0 ? true : undefined;
         });
 
       // The tick's own count (5) is not what counts: the status says two runs were missed.

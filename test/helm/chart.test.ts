@@ -6,7 +6,7 @@ import { CHART_DIR } from '../../infra/helm/generate.ts';
 import { installKedaCrds } from '../../infra/helm/local/keda.ts';
 import { STREAM } from '../../shared/events/subjects.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
+import { partitionConsumers } from '../../shared/runtime/consumer.ts';
 import { zWorkerEnv } from '../../shared/runtime/worker.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { helm, type Manifest, named, ofKind, render, sets } from './helm.ts';
@@ -229,17 +229,27 @@ describe("Tideway's Helm chart", () => {
           minReplicaCount: 0,
           maxReplicaCount: fn?.tideway.replicas,
         });
-        expect(s.spec.triggers).toEqual([
-          {
+        // One trigger per partition consumer, as the runtime names them; their sum is the lag.
+        expect(s.spec.triggers).toEqual(
+          partitionConsumers(name).map((consumer, p) => ({
             type: 'nats-jetstream',
+            name: `p${p}`,
             metadata: expect.objectContaining({
               stream: STREAM,
-              consumer: consumerName(name),
+              consumer,
               account: '$G',
               lagThreshold: String(fn?.reservedConcurrency),
             }),
-          },
-        ]);
+          })),
+        );
+        expect(s.spec.advanced.scalingModifiers).toEqual({
+          formula: partitionConsumers(name)
+            .map((_, p) => `p${p}`)
+            .join(' + '),
+          target: String(fn?.reservedConcurrency),
+          activationTarget: '0',
+          metricType: 'AverageValue',
+        });
         // KEDA owns the count: a replicas field would put it back at every upgrade.
         expect(named(objects, 'Deployment', `tideway-${name}`).spec).not.toHaveProperty('replicas');
       }
@@ -256,7 +266,7 @@ describe("Tideway's Helm chart", () => {
       expect(reconcile.spec.template.spec.serviceAccountName).toBe(`tideway-reconcile-ns-${a}`);
       expect(
         named(objects, 'ScaledObject', `tideway-reconcile-ns-${a}`).spec.triggers[0].metadata.consumer,
-      ).toBe(consumerName('reconcile', a));
+      ).toBe(partitionConsumers('reconcile', a)[0]);
       // Its rights are bound in its namespace only.
       const bindings = ofKind(objects, 'RoleBinding').filter((r) =>
         (r.subjects as { name: string }[]).some((s) => s.name === `tideway-reconcile-ns-${a}`),

@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
@@ -14,10 +13,10 @@ import {
 import { ensureGoBinaries } from '../../infra/testbed/build/ensure.ts';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { filterSubject, STREAM, subjectFor } from '../../shared/events/subjects.ts';
+import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { loadServerless } from '../../shared/runtime/config.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
+import { deleteConsumers, ensureConsumers, partitionConsumers } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { named, render } from './helm.ts';
 
@@ -58,13 +57,8 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
     if (!fn) throw new Error(`serverless.yml has no ${FN}`);
     bus = await connectBus(b.info.natsUrl, 'keda-test');
     await ensureStream(bus.jsm);
-    // The consumer as the function's first pod makes it (shared/runtime/consumer.ts).
-    await bus.jsm.consumers.add(STREAM, {
-      durable_name: consumerName(FN, ns),
-      filter_subjects: fn.events.map((e) => filterSubject(e.cloudevent.type, e.cloudevent.kind, ns)),
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-    });
+    // The consumers as the function's first pod makes them (shared/runtime/consumer.ts).
+    await ensureConsumers(bus.jsm, { name: FN, fn, namespace: ns });
 
     const { objects } = await render(ns, {
       'keda.enabled': 'true',
@@ -87,7 +81,7 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
 
   afterAll(async () => {
     await keda?.stop();
-    await bus?.jsm.consumers.delete(STREAM, consumerName(FN, ns)).catch(() => undefined);
+    if (bus) await deleteConsumers(bus.jsm, FN, ns);
     await bus?.close();
     for (const n of [ns, kedaNs]) if (n) await b.core.deleteNamespace({ name: n }).catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -120,11 +114,22 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
     );
     expect(active).toBe('True');
 
-    const consumer = await bus.js.consumers.get(STREAM, consumerName(FN, ns));
+    // Handled as a replica would: from whichever partitions they landed in.
     let settled = 0;
-    for await (const m of await consumer.fetch({ max_messages: 3, expires: 5000 })) {
-      m.ack();
-      settled++;
+    for (const durable of partitionConsumers(FN, ns)) {
+      const consumer = await bus.js.consumers.get(STREAM, durable);
+      const waiting = (await consumer.info()).num_pending;
+      if (waiting === 0) continue;
+      const batch = await consumer.fetch({
+        max_messages: waiting,
+        expires: 5000,
+        group: 'tideway',
+        priority: 0,
+      });
+      for await (const m of batch) {
+        m.ack();
+        settled++;
+      }
     }
     expect(settled).toBe(3);
     await until('the Deployment back at 0 replicas', atReplicas(0), 90_000);

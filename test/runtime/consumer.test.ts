@@ -5,9 +5,14 @@ import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { eventId } from '../../shared/events/event-id.ts';
-import { objectKeyOf, STREAM } from '../../shared/events/subjects.ts';
+import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { parseServerless } from '../../shared/runtime/config.ts';
-import { consumerName, type RunningConsumer, startConsumer } from '../../shared/runtime/consumer.ts';
+import {
+  consumerBacklog,
+  deleteConsumers,
+  type RunningConsumer,
+  startConsumer,
+} from '../../shared/runtime/consumer.ts';
 import type { Handler } from '../../shared/runtime/handler.ts';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
@@ -80,7 +85,7 @@ functions:
   afterAll(async () => {
     await Promise.all(consumers.map((c) => c.stop(1000)));
     for (const bus of buses) {
-      await bus.jsm.consumers.delete('TIDEWAY', `fn-${fnName}`).catch(() => undefined);
+      await deleteConsumers(bus.jsm, fnName);
       await bus.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
       await bus.close();
     }
@@ -127,7 +132,6 @@ describe('function runtime waiting for an object lock', () => {
   const fnName = `lockwait${Date.now() % 100000}`;
   // Its own namespace: a new durable consumer is delivered all of the stream's events it matches.
   const namespace = `lockwait-${Math.random().toString(36).slice(2, 7)}`;
-  const durable = consumerName(fnName, namespace);
   const fn = parseServerless(`
 service: t
 provider: { name: tideway }
@@ -161,7 +165,7 @@ functions:
 
   afterAll(async () => {
     await consumer?.stop(1000);
-    await bus.jsm.consumers.delete(STREAM, durable).catch(() => undefined);
+    await deleteConsumers(bus.jsm, fnName, namespace);
     await bus.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
     await bus.close();
   });
@@ -185,7 +189,7 @@ functions:
     await publish('a');
     await until(
       'a delivered (and waiting for its lock)',
-      async () => ((await bus.jsm.consumers.info(STREAM, durable)).num_ack_pending === 1 ? true : undefined),
+      async () => ((await consumerBacklog(bus.jsm, fnName, namespace)).ackPending === 1 ? true : undefined),
       5000,
       20,
     );
@@ -201,5 +205,110 @@ functions:
     expect(handled.map((h) => h.name)).toEqual(['b']);
     await held.release();
     await until('a handled once its lock is free', async () => handled.find((h) => h.name === 'a'), 5000, 20);
+  });
+});
+
+/**
+ * Partitions: each replica comes first for a share of them, so an object's events keep going to
+ * one replica (its kept lock needs no round trip there), and a replica that stops hands its share
+ * to the others at once.
+ */
+describe('function runtime partitions', () => {
+  const { info } = bed();
+  const fnName = `parts${Date.now() % 100000}`;
+  const namespace = `parts-${Math.random().toString(36).slice(2, 7)}`;
+  const fn = parseServerless(`
+service: t
+provider: { name: tideway }
+functions:
+  ${fnName}:
+    handler: x.handler
+    reservedConcurrency: 4
+    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
+`).functions[fnName]!;
+  const runs: { replica: string; name: string; g: number; at: number }[] = [];
+  const buses: Bus[] = [];
+  const consumers = new Map<string, RunningConsumer>();
+
+  beforeAll(async () => {
+    for (const id of ['a', 'b']) {
+      const bus = await connectBus(info.natsUrl, `runtime-parts-${id}`);
+      buses.push(bus);
+      await ensureStream(bus.jsm);
+      const deps = {
+        kube: new KubeConfig(),
+        publisher: jetStreamPublisher(bus.js),
+        log: createLogger({ replica: id }, { level: 'error' }),
+        metrics: createMetrics(),
+        clock: () => new Date(),
+        env: {},
+      };
+      const locks = await objectLocks(bus, {
+        stream: `LOCKS_${fnName}`,
+        owner: id,
+        ttlMs: 6000,
+        keepMs: 10_000,
+      });
+      const handler: Handler = async (event) => {
+        const e = event as unknown as Record<string, string>;
+        runs.push({ replica: id, name: e.name as string, g: Number(e.generation), at: Date.now() });
+      };
+      consumers.set(id, await startConsumer({ bus, name: fnName, fn, deps, locks, handler, namespace }));
+    }
+  });
+
+  afterAll(async () => {
+    for (const c of consumers.values()) await c.stop(1000);
+    await deleteConsumers(buses[0]!.jsm, fnName, namespace);
+    await buses[0]?.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
+    for (const bus of buses) await bus.close();
+  });
+
+  const publishAll = async (objects: number, g: number) => {
+    const publisher = jetStreamPublisher(buses[0]!.js);
+    for (let i = 0; i < objects; i++)
+      await publisher.publish(
+        new CloudEvent({
+          id: eventId(fnName, i, g),
+          source: '/test',
+          type: 'dev.tideway.resource.updated',
+          kind: 'Probe',
+          namespace,
+          name: `o${i}`,
+          generation: String(g),
+          data: {},
+        }),
+      );
+  };
+  const handledAt = (objects: number, g: number) => async () =>
+    runs.filter((r) => r.g === g).length >= objects ? true : undefined;
+
+  it("sends each object's events to one replica, sharing the objects between replicas", async () => {
+    // The first replica started alone, first for every partition; the second took its share
+    // from what the first answered, and the first leaves that share from its next pull (5 s).
+    await new Promise((r) => setTimeout(r, 6000));
+    const objects = 24;
+    for (let g = 1; g <= 5; g++) {
+      await publishAll(objects, g);
+      await until(`generation ${g} handled`, handledAt(objects, g));
+    }
+    const replicasOf = new Map<string, Set<string>>();
+    for (const r of runs) replicasOf.set(r.name, (replicasOf.get(r.name) ?? new Set()).add(r.replica));
+    expect([...replicasOf.values()].filter((s) => s.size > 1)).toEqual([]);
+    const perReplica = (id: string) => [...replicasOf.values()].filter((s) => s.has(id)).length;
+    expect(perReplica('a')).toBeGreaterThan(0);
+    expect(perReplica('b')).toBeGreaterThan(0);
+  });
+
+  it("hands a stopped replica's objects to the other at once", async () => {
+    await consumers.get('b')?.stop(1000);
+    consumers.delete('b');
+    const objects = 24;
+    const sent = Date.now();
+    await publishAll(objects, 6);
+    await until('generation 6 handled', handledAt(objects, 6), 10_000, 20);
+    const last = runs.filter((r) => r.g === 6);
+    expect(new Set(last.map((r) => r.replica))).toEqual(new Set(['a']));
+    expect(Math.max(...last.map((r) => r.at)) - sent).toBeLessThan(3000);
   });
 });

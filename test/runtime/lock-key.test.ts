@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { STREAM } from '../../shared/events/subjects.ts';
+import { deleteConsumers } from '../../shared/runtime/consumer.ts';
 import type { Supervisor } from '../../shared/runtime/supervisor.ts';
 import { bed, sleep, until } from '../support/bed.ts';
 import { probeEvent, readRuns, startProbe } from './probe-support.ts';
@@ -33,7 +33,7 @@ describe('a handler that locks another object than its event', () => {
 
   afterAll(async () => {
     await sup?.stop();
-    if (probe) await bus?.jsm.consumers.delete(STREAM, probe.durable).catch(() => undefined);
+    if (probe && bus) await deleteConsumers(bus.jsm, 'probe', ns);
     await bus?.close();
     await rm(dir, { recursive: true, force: true });
   });

@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { STREAM } from '../../shared/events/subjects.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { consumerBacklog, deleteConsumers } from '../../shared/runtime/consumer.ts';
 import type { Supervisor } from '../../shared/runtime/supervisor.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
@@ -51,7 +51,7 @@ describe('a handler that hangs', () => {
 
   afterAll(async () => {
     await sup?.stop();
-    if (probe) await bus?.jsm.consumers.delete(STREAM, probe.durable).catch(() => undefined);
+    if (probe && bus) await deleteConsumers(bus.jsm, 'probe', ns);
     await bus?.close();
     await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
@@ -102,8 +102,8 @@ describe('a handler that hangs', () => {
     await until(
       'nothing pending for the function',
       async () => {
-        const c = await bus.jsm.consumers.info(STREAM, probe?.durable ?? '');
-        return c.num_pending === 0 && c.num_ack_pending === 0 ? true : undefined;
+        const c = await consumerBacklog(bus.jsm, 'probe', ns);
+        return c.pending === 0 && c.ackPending === 0 ? true : undefined;
       },
       10_000,
       200,

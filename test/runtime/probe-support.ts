@@ -4,7 +4,6 @@ import { CloudEvent } from 'cloudevents';
 import type { EventPublisher } from '../../shared/bus/types.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { loadServerless } from '../../shared/runtime/config.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { startFunctions } from '../../shared/runtime/supervisor.ts';
 import type { ProbeRun } from '../fixtures/functions/probe.ts';
@@ -45,7 +44,7 @@ export const startProbe = async (o: {
     },
     log: createLogger({}, { write: (line) => restarts.push(JSON.parse(line)) }),
   });
-  return { sup, restarts, durable: consumerName('probe', o.namespace) };
+  return { sup, restarts };
 };
 
 /** A resource event about RedisCluster `name`, with the probe's instructions as extensions. */

@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { STREAM } from '../../shared/events/subjects.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
+import { deleteConsumers } from '../../shared/runtime/consumer.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { spawnWorker, type Worker } from '../support/functions.ts';
 import { probeEvent, readRuns } from './probe-support.ts';
@@ -31,7 +30,7 @@ describe('a worker told to stop', () => {
 
   afterAll(async () => {
     await worker?.kill();
-    await bus?.jsm.consumers.delete(STREAM, consumerName('probe', ns)).catch(() => undefined);
+    if (bus) await deleteConsumers(bus.jsm, 'probe', ns);
     await bus?.close();
     await b.core.deleteNamespace({ name: ns }).catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
