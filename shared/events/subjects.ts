@@ -65,14 +65,8 @@ export const filterSubject = (
   const tokens = typeTokens(typePattern);
   if (tokens.split('.').length !== 2)
     throw new Error(`event type pattern ${typePattern} must have the form ${TYPE_PREFIX}<group>.<name|*>`);
-  return [
-    SUBJECT_ROOT,
-    tokens,
-    kind ? encodeToken(kind) : '*',
-    ...(partition === undefined
-      ? namespace
-        ? [encodeToken(namespace), '>']
-        : ['>']
-      : [namespace ? encodeToken(namespace) : '*', '*', String(partition)]),
-  ].join('.');
+  const ns = namespace ? encodeToken(namespace) : undefined;
+  // Without a partition `>` also covers name and partition; with one, the name is a wildcard.
+  const rest = partition === undefined ? [...(ns ? [ns] : []), '>'] : [ns ?? '*', '*', String(partition)];
+  return [SUBJECT_ROOT, tokens, kind ? encodeToken(kind) : '*', ...rest].join('.');
 };

@@ -112,7 +112,8 @@ const PULL_EXPIRES_MS = 5000;
  * Gives a running consume() a new priority for its next pulls, without closing it: closing
  * unsubscribes at once, and a message the server routes to the pull in that moment is lost to
  * both sides until ack_wait. @nats-io/jetstream reads `opts.priority` each time it pulls (3.4;
- * test/runtime/consumer.test.ts "hands a stopped replica's objects" fails if that changes).
+ * test/runtime/consumer.test.ts "sends each object's events to one replica" fails if that
+ * changes: the first replica would stay first everywhere).
  * False when the client does not look like that: the caller closes and reopens instead.
  */
 const repull = (messages: ConsumerMessages, priority: number): boolean => {

@@ -181,8 +181,8 @@ export const objectLocks = async (
   const kept = new Map<string, { hold: Hold; timer: NodeJS.Timeout }>();
   const inUse = new Map<string, { wanted: boolean }>();
   // Locks someone else asked for lately are not kept: their object's events reach other
-  // processes too (replicas sharing a consumer, another function), and keeping would make each
-  // of those ask first. Only an object that stays with this process is worth keeping.
+  // processes too (reconcile and health of one cluster; replicas while partitions move), and
+  // keeping would make each of those ask first. Only an object that stays with this process is worth keeping.
   const contended = new Map<string, number>();
   const contend = (hash: string) => {
     contended.delete(hash);

@@ -53,7 +53,11 @@ export const members = (
     current = next;
     o.onChange(next);
   };
-  const hello = () => nc.publish(o.subject, `hello ${o.self}`);
+  // A connection closed under it (the process is ending) must not make a timer throw.
+  const say = (text: string) => {
+    if (!nc.isClosed()) nc.publish(o.subject, text);
+  };
+  const hello = () => say(`hello ${o.self}`);
   const sub = nc.subscribe(o.subject, {
     callback: (error, msg) => {
       if (error) return;
@@ -79,7 +83,7 @@ export const members = (
     heard: new Promise((r) => setTimeout(r, o.answerMs ?? 300)),
     stop: () => {
       clearInterval(timer);
-      nc.publish(o.subject, `bye ${o.self}`);
+      say(`bye ${o.self}`);
       sub.unsubscribe();
     },
   };

@@ -6,7 +6,7 @@ import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { objectKeyOf } from '../../shared/events/subjects.ts';
-import { parseServerless } from '../../shared/runtime/config.ts';
+import { type FunctionConfig, parseServerless } from '../../shared/runtime/config.ts';
 import {
   consumerBacklog,
   deleteConsumers,
@@ -18,6 +18,45 @@ import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
 import { objectLocks } from '../../shared/runtime/object-lock.ts';
 import { bed, until } from '../support/bed.ts';
+
+/** One replica of a test function: its own connection, object locks and consumer, as a worker has. */
+const startReplica = async (o: {
+  natsUrl: string;
+  id: string;
+  fnName: string;
+  fn: FunctionConfig;
+  handler: Handler;
+  namespace?: string;
+  /** Kept after each run, as in the product (TIDEWAY_LOCK_KEEP_MS), unless 0. */
+  keepMs?: number;
+}) => {
+  const bus = await connectBus(o.natsUrl, `runtime-${o.fnName}-${o.id}`);
+  await ensureStream(bus.jsm);
+  const deps = {
+    kube: new KubeConfig(),
+    publisher: jetStreamPublisher(bus.js),
+    log: createLogger({ replica: o.id }, { level: 'error' }),
+    metrics: createMetrics(),
+    clock: () => new Date(),
+    env: {},
+  };
+  const locks = await objectLocks(bus, {
+    stream: `LOCKS_${o.fnName}`,
+    owner: o.id,
+    ttlMs: 6000,
+    keepMs: o.keepMs ?? 10_000,
+  });
+  const consumer = await startConsumer({
+    bus,
+    name: o.fnName,
+    fn: o.fn,
+    deps,
+    locks,
+    handler: o.handler,
+    ...(o.namespace ? { namespace: o.namespace } : {}),
+  });
+  return { bus, consumer };
+};
 
 /**
  * The runtime's guarantees on real JetStream, without the watcher: two consumers of one function
@@ -59,26 +98,11 @@ functions:
   };
 
   beforeAll(async () => {
+    // Locks kept after each run, as in the product: a replica asks the other for what it keeps.
     for (const id of ['a', 'b']) {
-      const bus = await connectBus(info.natsUrl, `runtime-test-${id}`);
-      buses.push(bus);
-      await ensureStream(bus.jsm);
-      const deps = {
-        kube: new KubeConfig(),
-        publisher: jetStreamPublisher(bus.js),
-        log: createLogger({ replica: id }, { level: 'error' }),
-        metrics: createMetrics(),
-        clock: () => new Date(),
-        env: {},
-      };
-      // Kept after each run, as in the product: a replica asks the other for what it keeps.
-      const locks = await objectLocks(bus, {
-        stream: `LOCKS_${fnName}`,
-        owner: id,
-        ttlMs: 6000,
-        keepMs: 10_000,
-      });
-      consumers.push(await startConsumer({ bus, name: fnName, fn, deps, locks, handler }));
+      const r = await startReplica({ natsUrl: info.natsUrl, id, fnName, fn, handler });
+      buses.push(r.bus);
+      consumers.push(r.consumer);
     }
   });
 
@@ -146,21 +170,18 @@ functions:
   let consumer: RunningConsumer;
 
   beforeAll(async () => {
-    bus = await connectBus(info.natsUrl, 'runtime-lockwait');
-    await ensureStream(bus.jsm);
-    const deps = {
-      kube: new KubeConfig(),
-      publisher: jetStreamPublisher(bus.js),
-      log: createLogger({}, { level: 'error' }),
-      metrics: createMetrics(),
-      clock: () => new Date(),
-      env: {},
-    };
-    const locks = await objectLocks(bus, { stream: `LOCKS_${fnName}`, owner: 'replica', ttlMs: 6000 });
     const handler: Handler = async (event) => {
       handled.push({ name: (event as unknown as Record<string, string>).name as string, at: Date.now() });
     };
-    consumer = await startConsumer({ bus, name: fnName, fn, deps, locks, handler, namespace });
+    ({ bus, consumer } = await startReplica({
+      natsUrl: info.natsUrl,
+      id: 'replica',
+      fnName,
+      fn,
+      handler,
+      namespace,
+      keepMs: 0,
+    }));
   });
 
   afterAll(async () => {
@@ -229,32 +250,19 @@ functions:
   const runs: { replica: string; name: string; g: number; at: number }[] = [];
   const buses: Bus[] = [];
   const consumers = new Map<string, RunningConsumer>();
+  const replica = async (id: string) => {
+    const handler: Handler = async (event) => {
+      const e = event as unknown as Record<string, string>;
+      runs.push({ replica: id, name: e.name as string, g: Number(e.generation), at: Date.now() });
+    };
+    const r = await startReplica({ natsUrl: info.natsUrl, id, fnName, fn, handler, namespace });
+    buses.push(r.bus);
+    consumers.set(id, r.consumer);
+    return r;
+  };
 
   beforeAll(async () => {
-    for (const id of ['a', 'b']) {
-      const bus = await connectBus(info.natsUrl, `runtime-parts-${id}`);
-      buses.push(bus);
-      await ensureStream(bus.jsm);
-      const deps = {
-        kube: new KubeConfig(),
-        publisher: jetStreamPublisher(bus.js),
-        log: createLogger({ replica: id }, { level: 'error' }),
-        metrics: createMetrics(),
-        clock: () => new Date(),
-        env: {},
-      };
-      const locks = await objectLocks(bus, {
-        stream: `LOCKS_${fnName}`,
-        owner: id,
-        ttlMs: 6000,
-        keepMs: 10_000,
-      });
-      const handler: Handler = async (event) => {
-        const e = event as unknown as Record<string, string>;
-        runs.push({ replica: id, name: e.name as string, g: Number(e.generation), at: Date.now() });
-      };
-      consumers.set(id, await startConsumer({ bus, name: fnName, fn, deps, locks, handler, namespace }));
-    }
+    for (const id of ['a', 'b']) await replica(id);
   });
 
   afterAll(async () => {
@@ -310,5 +318,29 @@ functions:
     const last = runs.filter((r) => r.g === 6);
     expect(new Set(last.map((r) => r.replica))).toEqual(new Set(['a']));
     expect(Math.max(...last.map((r) => r.at)) - sent).toBeLessThan(3000);
+  });
+  it("hands a crashed replica's objects to the others without waiting for its pulls to expire", async () => {
+    // A third replica takes its share, then dies without a word: its connection just closes.
+    const c = await replica('c');
+    await new Promise((r) => setTimeout(r, 6000)); // a moves off c's share from its next pull
+    const objects = 24;
+    await publishAll(objects, 7);
+    await until('generation 7 handled', handledAt(objects, 7), 10_000, 20);
+    const mine = new Set(runs.filter((r) => r.g === 7 && r.replica === 'c').map((r) => r.name));
+    expect(mine.size).toBeGreaterThan(0);
+    await c.bus.nc.close();
+    consumers.delete('c');
+    void c.consumer.stop(0).catch(() => undefined); // only its timers: it has no connection
+    // What the server routed to c before it saw the connection go comes back after ack_wait, as
+    // with any crash; this is about what comes after.
+    await new Promise((r) => setTimeout(r, 1000));
+    const sent = Date.now();
+    await publishAll(objects, 8);
+    // Well within ack_wait (60 s here): c's pulls went with its connection. Its kept locks age
+    // out (TTL 6 s) before a may run c's objects.
+    await until('generation 8 handled', handledAt(objects, 8), 20_000, 50);
+    const last = runs.filter((r) => r.g === 8);
+    expect(new Set(last.map((r) => r.replica))).toEqual(new Set(['a']));
+    expect(Math.max(...last.map((r) => r.at)) - sent).toBeLessThan(12_000);
   });
 });
