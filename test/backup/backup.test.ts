@@ -14,7 +14,7 @@ import { findCondition } from '../../shared/kube/conditions.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { eventReasons, ipOf, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import { eventNotes, eventReasons, ipOf, redisClusters, refusals, startFunction } from '../support/redis.ts';
 import { backups, bedStore, keyOf, restoredContent } from './support/backups.ts';
 import { contentOf, expectSameContent, fillRandom, populate } from './support/dataset.ts';
 import { binaryClient } from './support/resp.ts';
@@ -219,12 +219,19 @@ describe('backup', () => {
       100,
     );
     const lost = running.source ?? '';
+    // Frozen first (the server and its fork: the container's process group), so the transfer is
+    // cut mid-stream however long the deletion takes to reach the process: a loaded node agent
+    // took seconds, and the rest of the RDB went through before it.
+    const pid = (await b.faults.containerPids(ns, lost)).redis;
+    if (pid === undefined) throw new Error(`${lost} has no running redis container`);
+    process.kill(-pid, 'SIGSTOP');
     // At once: a graceful stop would let the server finish the transfer first (shutdown-timeout).
     await b.core.deleteNamespacedPod({ namespace: ns, name: lost, gracePeriodSeconds: 0 });
     const done = await bk.phase('b2', 'Completed', 180_000);
+    const story = JSON.stringify({ seen: running, done: done.status, events: await eventNotes(b, ns, 'b2') });
     // Another instance: the pod that replaced the lost one starts fenced, it cannot serve a sync.
-    expect(done.status?.source).not.toBe(lost);
-    expect(done.status?.attempts).toBe(1);
+    expect(done.status?.source, story).not.toBe(lost);
+    expect(done.status?.attempts, story).toBe(1);
     expect(await eventReasons(b, ns, 'b2')).toContain('SourceLost');
     expectSameContent(
       await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),

@@ -134,15 +134,26 @@ export const redisAt = (ip: string, password: string, timeoutMs = 3000) =>
 export const ipOf = (p: V1Pod | undefined) => p?.status?.podIP ?? '';
 
 /** Reasons of the Events recorded about one object, oldest first. */
-export const eventReasons = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
+const eventsOf = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
   (
     JSON.parse(await b.kubectl('get', 'events.events.k8s.io', '-n', ns, '-o', 'json')) as {
-      items: { reason?: string; regarding?: { name?: string }; metadata?: { creationTimestamp?: string } }[];
+      items: {
+        reason?: string;
+        note?: string;
+        regarding?: { name?: string };
+        metadata?: { creationTimestamp?: string };
+      }[];
     }
   ).items
     .filter((e) => e.regarding?.name === name)
-    .sort((x, y) => (x.metadata?.creationTimestamp ?? '').localeCompare(y.metadata?.creationTimestamp ?? ''))
-    .map((e) => e.reason ?? '');
+    .sort((x, y) => (x.metadata?.creationTimestamp ?? '').localeCompare(y.metadata?.creationTimestamp ?? ''));
+
+export const eventReasons = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
+  (await eventsOf(b, ns, name)).map((e) => e.reason ?? '');
+
+/** `reason: note` of each Event about the object, oldest first: what a failed assertion prints. */
+export const eventNotes = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
+  (await eventsOf(b, ns, name)).map((e) => `${e.reason ?? ''}: ${e.note ?? ''}`);
 
 /**
  * Writes through an address (the master Service) until stopped, reconnecting on any error; a key
