@@ -125,7 +125,7 @@ functions:
 
   it('gives a service no consumer, its port from TIDEWAY_<NAME>_PORT and downward fields', () => {
     expect(fns.feeder).toMatchObject({ service: true, replicas: 1, memoryMiB: 384, httpPort: 9191 });
-    expect(fns.feeder?.nodeOptions).toBe('--max-old-space-size=192 --max-semi-space-size=4');
+    expect(fns.feeder?.nodeOptions).toBe('--max-old-space-size=192 --max-semi-space-size=6');
     expect(fns.eater?.nodeOptions).toBeUndefined();
     expect(fns.feeder?.consumer).toBeUndefined();
     expect(fns.feeder?.fieldEnv).toEqual({ TIDEWAY_RESTORE_FEED_HOST: 'status.podIP' });

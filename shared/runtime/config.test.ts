@@ -70,10 +70,13 @@ describe('serverless.yml', () => {
 describe('nodeArgsFor', () => {
   it('turns memorySize into a heap limit of half of it, and nothing without one', () => {
     expect(nodeArgsFor({ memorySize: 256 })).toEqual(['--max-old-space-size=128', '--max-semi-space-size=4']);
+    expect(nodeArgsFor({ memorySize: 512 })).toEqual(['--max-old-space-size=256', '--max-semi-space-size=8']);
     expect(nodeArgsFor({ memorySize: 1024 })).toEqual([
       '--max-old-space-size=512',
       '--max-semi-space-size=16',
     ]);
+    expect(nodeArgsFor({ memorySize: 4096 })[1]).toBe('--max-semi-space-size=16');
+    expect(nodeArgsFor({ memorySize: 128 })[1]).toBe('--max-semi-space-size=2');
     expect(nodeArgsFor({})).toEqual([]);
   });
 });

@@ -9,10 +9,10 @@ const total = (sizes: (i: number) => number, parts: number) => {
 };
 
 describe('partSizes', () => {
-  it('uses 8 MiB parts for ordinary sizes and unknown ones', () => {
-    expect(partSizes(undefined)(0)).toBe(8 * MiB);
-    expect(partSizes(1024 * MiB)(0)).toBe(8 * MiB);
-    expect(partSizes(1024 * MiB)(127)).toBe(8 * MiB);
+  it('uses 5 MiB parts, S3’s minimum, for ordinary sizes and unknown ones', () => {
+    expect(partSizes(undefined)(0)).toBe(5 * MiB);
+    expect(partSizes(1024 * MiB)(0)).toBe(5 * MiB);
+    expect(partSizes(1024 * MiB)(204)).toBe(5 * MiB);
   });
 
   it('grows the first part so the expected size fits in 1,000 parts', () => {
@@ -23,10 +23,10 @@ describe('partSizes', () => {
 
   it('doubles every 1,000 parts, so a size far beyond the estimate still fits in 10,000 parts', () => {
     const sizes = partSizes(undefined);
-    expect(sizes(999)).toBe(8 * MiB);
-    expect(sizes(1000)).toBe(16 * MiB);
-    expect(sizes(2000)).toBe(32 * MiB);
-    expect(total(sizes, S3_LIMITS.maxParts)).toBeGreaterThan(5 * 1024 * 1024 * MiB);
+    expect(sizes(999)).toBe(5 * MiB);
+    expect(sizes(1000)).toBe(10 * MiB);
+    expect(sizes(2000)).toBe(20 * MiB);
+    expect(total(sizes, S3_LIMITS.maxParts)).toBeGreaterThan(4.8 * 1024 * 1024 * MiB);
     expect(sizes(9999)).toBeLessThanOrEqual(S3_LIMITS.maxPart);
   });
 
