@@ -344,3 +344,110 @@ functions:
     expect(Math.max(...last.map((r) => r.at)) - sent).toBeLessThan(12_000);
   });
 });
+
+/**
+ * A replica joining while events flow: the partitions move to it from the others' next pulls,
+ * and during the move an object's events may reach two replicas — the object lock keeps them
+ * from running at once, and no object's last event is lost. Once settled, each object is with
+ * one replica again.
+ */
+describe('function runtime partitions, a replica joining under load', () => {
+  const { info } = bed();
+  const fnName = `join${Date.now() % 100000}`;
+  const namespace = `join-${Math.random().toString(36).slice(2, 7)}`;
+  const fn = parseServerless(`
+service: t
+provider: { name: tideway }
+functions:
+  ${fnName}:
+    handler: x.handler
+    reservedConcurrency: 4
+    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
+`).functions[fnName]!;
+  const runs: { replica: string; name: string; g: number; at: number }[] = [];
+  const running = new Set<string>();
+  const overlaps: string[] = [];
+  const handled: Record<string, number> = {};
+  const buses: Bus[] = [];
+  const consumers: RunningConsumer[] = [];
+  const replica = async (id: string) => {
+    const handler: Handler = async (event) => {
+      const e = event as unknown as Record<string, string>;
+      const name = e.name as string;
+      if (running.has(name)) overlaps.push(`${name} on ${id}`);
+      running.add(name);
+      runs.push({ replica: id, name, g: Number(e.generation), at: Date.now() });
+      await new Promise((r) => setTimeout(r, 5));
+      running.delete(name);
+      handled[name] = Math.max(handled[name] ?? 0, Number(e.generation));
+    };
+    const r = await startReplica({ natsUrl: info.natsUrl, id, fnName, fn, handler, namespace });
+    buses.push(r.bus);
+    consumers.push(r.consumer);
+  };
+
+  beforeAll(async () => {
+    for (const id of ['a', 'b']) await replica(id);
+    await new Promise((r) => setTimeout(r, 6000)); // a leaves b's share from its next pull
+  });
+
+  afterAll(async () => {
+    await Promise.all(consumers.map((c) => c.stop(1000)));
+    await deleteConsumers(buses[0]!.jsm, fnName, namespace);
+    await buses[0]?.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
+    for (const bus of buses) await bus.close();
+  });
+
+  it('loses no last event and never runs an object twice at once; then each object is with one replica', async () => {
+    const publisher = jetStreamPublisher(buses[0]!.js);
+    const published: Record<string, number> = {};
+    const start = Date.now();
+    let joined = 0;
+    let joining: Promise<void> | undefined;
+    // ~80 events a second for 14 s, each object a burst of 5 over ~0.1 s and then no more, so
+    // there are last events all along, also while the third replica joins (2 s in).
+    for (let tick = 0; Date.now() - start < 14_000; tick++) {
+      if (!joining && Date.now() - start > 2000)
+        joining = replica('c').then(() => {
+          joined = Date.now();
+        });
+      await Promise.all(
+        Array.from({ length: 2 }, (_, k) => {
+          const name = `o${Math.floor(tick / 5)}-${k}`;
+          const g = (published[name] ?? 0) + 1;
+          published[name] = g;
+          return publisher.publish(
+            new CloudEvent({
+              id: eventId(fnName, name, g),
+              source: '/test',
+              type: 'dev.tideway.resource.updated',
+              kind: 'Probe',
+              namespace,
+              name,
+              generation: String(g),
+              data: {},
+            }),
+          );
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await joining;
+    // Well within ack_wait (60 s): a message lost to both sides would come back only then.
+    await until(
+      'every object handled at its last generation',
+      async () =>
+        Object.keys(published).every((name) => handled[name] === published[name]) ? true : undefined,
+      15_000,
+    );
+    expect(overlaps).toEqual([]);
+    // Settled within 6 s of the join (the others move at their next pull, 5 s at most): from
+    // then on, an object's events run on one replica, and the new one has its share.
+    const settled = runs.filter((r) => r.at > joined + 6000);
+    expect(settled.length).toBeGreaterThan(50);
+    const replicasOf = new Map<string, Set<string>>();
+    for (const r of settled) replicasOf.set(r.name, (replicasOf.get(r.name) ?? new Set()).add(r.replica));
+    expect([...replicasOf.entries()].filter(([, s]) => s.size > 1)).toEqual([]);
+    expect(new Set(settled.map((r) => r.replica))).toEqual(new Set(['a', 'b', 'c']));
+  });
+});
