@@ -59,24 +59,61 @@ const startReplica = async (o: {
 };
 
 /**
- * The runtime's guarantees on real JetStream, without the watcher: two consumers of one function
- * (as two replicas would be) never run one object twice at once, run distinct objects in
- * parallel, coalesce bursts, and every object's last event is handled.
+ * A Probe function of a describe's own: its name, its config (`settings`: serverless.yml lines of
+ * the function), and a namespace of its own — a new durable consumer is delivered all of the
+ * stream's events it matches.
  */
-describe('function runtime on JetStream', () => {
-  const { info } = bed();
-  const fnName = `probe${Date.now() % 100000}`;
+const probeFunction = (prefix: string, settings: string[] = ['reservedConcurrency: 4']) => {
+  const fnName = `${prefix}${Date.now() % 100000}`;
   const fn = parseServerless(`
 service: t
 provider: { name: tideway }
 functions:
   ${fnName}:
     handler: x.handler
-    reservedConcurrency: 4
-    maximumRetryAttempts: 3
     events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
-    tideway: { initialDelay: 100ms, maxDelay: 200ms }
+${settings.map((l) => `    ${l}`).join('\n')}
 `).functions[fnName]!;
+  return { fnName, fn, namespace: `${prefix}-${Math.random().toString(36).slice(2, 7)}` };
+};
+
+/** Replicas of one probe function, by id; what is left of them goes after the describe. */
+const replicaSet = (info: { natsUrl: string }, p: ReturnType<typeof probeFunction>) => {
+  const buses: Bus[] = [];
+  const consumers = new Map<string, RunningConsumer>();
+  afterAll(async () => {
+    for (const c of consumers.values()) await c.stop(1000);
+    await deleteConsumers(buses[0]!.jsm, p.fnName, p.namespace);
+    await buses[0]?.jsm.streams.delete(`LOCKS_${p.fnName}`).catch(() => undefined);
+    for (const bus of buses) await bus.close();
+  });
+  const start = async (id: string, handler: Handler, keepMs?: number) => {
+    const r = await startReplica({
+      natsUrl: info.natsUrl,
+      id,
+      handler,
+      ...p,
+      ...(keepMs !== undefined ? { keepMs } : {}),
+    });
+    buses.push(r.bus);
+    consumers.set(id, r.consumer);
+    return r;
+  };
+  return { buses, consumers, start };
+};
+
+/**
+ * The runtime's guarantees on real JetStream, without the watcher: two consumers of one function
+ * (as two replicas would be) never run one object twice at once, run distinct objects in
+ * parallel, coalesce bursts, and every object's last event is handled.
+ */
+describe('function runtime on JetStream', () => {
+  const { info } = bed();
+  const { fnName, fn } = probeFunction('probe', [
+    'reservedConcurrency: 4',
+    'maximumRetryAttempts: 3',
+    'tideway: { initialDelay: 100ms, maxDelay: 200ms }',
+  ]);
   const buses: Bus[] = [];
   const consumers: RunningConsumer[] = [];
   const running = new Set<string>();
@@ -153,42 +190,20 @@ functions:
  */
 describe('function runtime waiting for an object lock', () => {
   const { info } = bed();
-  const fnName = `lockwait${Date.now() % 100000}`;
-  // Its own namespace: a new durable consumer is delivered all of the stream's events it matches.
-  const namespace = `lockwait-${Math.random().toString(36).slice(2, 7)}`;
-  const fn = parseServerless(`
-service: t
-provider: { name: tideway }
-functions:
-  ${fnName}:
-    handler: x.handler
-    reservedConcurrency: 1
-    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
-`).functions[fnName]!;
+  const p = probeFunction('lockwait', ['reservedConcurrency: 1']);
+  const { fnName, namespace } = p;
   const handled: { name: string; at: number }[] = [];
+  const { start } = replicaSet(info, p);
   let bus: Bus;
-  let consumer: RunningConsumer;
 
   beforeAll(async () => {
-    const handler: Handler = async (event) => {
-      handled.push({ name: (event as unknown as Record<string, string>).name as string, at: Date.now() });
-    };
-    ({ bus, consumer } = await startReplica({
-      natsUrl: info.natsUrl,
-      id: 'replica',
-      fnName,
-      fn,
-      handler,
-      namespace,
-      keepMs: 0,
-    }));
-  });
-
-  afterAll(async () => {
-    await consumer?.stop(1000);
-    await deleteConsumers(bus.jsm, fnName, namespace);
-    await bus.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
-    await bus.close();
+    ({ bus } = await start(
+      'replica',
+      async (event) => {
+        handled.push({ name: (event as unknown as Record<string, string>).name as string, at: Date.now() });
+      },
+      0,
+    ));
   });
 
   it('handles other objects at once while one waits for its lock, with a single slot', async () => {
@@ -236,40 +251,18 @@ functions:
  */
 describe('function runtime partitions', () => {
   const { info } = bed();
-  const fnName = `parts${Date.now() % 100000}`;
-  const namespace = `parts-${Math.random().toString(36).slice(2, 7)}`;
-  const fn = parseServerless(`
-service: t
-provider: { name: tideway }
-functions:
-  ${fnName}:
-    handler: x.handler
-    reservedConcurrency: 4
-    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
-`).functions[fnName]!;
+  const p = probeFunction('parts');
+  const { fnName, namespace } = p;
   const runs: { replica: string; name: string; g: number; at: number }[] = [];
-  const buses: Bus[] = [];
-  const consumers = new Map<string, RunningConsumer>();
-  const replica = async (id: string) => {
-    const handler: Handler = async (event) => {
+  const { buses, consumers, start } = replicaSet(info, p);
+  const replica = (id: string) =>
+    start(id, async (event) => {
       const e = event as unknown as Record<string, string>;
       runs.push({ replica: id, name: e.name as string, g: Number(e.generation), at: Date.now() });
-    };
-    const r = await startReplica({ natsUrl: info.natsUrl, id, fnName, fn, handler, namespace });
-    buses.push(r.bus);
-    consumers.set(id, r.consumer);
-    return r;
-  };
+    });
 
   beforeAll(async () => {
     for (const id of ['a', 'b']) await replica(id);
-  });
-
-  afterAll(async () => {
-    for (const c of consumers.values()) await c.stop(1000);
-    await deleteConsumers(buses[0]!.jsm, fnName, namespace);
-    await buses[0]?.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
-    for (const bus of buses) await bus.close();
   });
 
   const publishAll = async (objects: number, g: number) => {
@@ -353,25 +346,15 @@ functions:
  */
 describe('function runtime partitions, a replica joining under load', () => {
   const { info } = bed();
-  const fnName = `join${Date.now() % 100000}`;
-  const namespace = `join-${Math.random().toString(36).slice(2, 7)}`;
-  const fn = parseServerless(`
-service: t
-provider: { name: tideway }
-functions:
-  ${fnName}:
-    handler: x.handler
-    reservedConcurrency: 4
-    events: [ { cloudevent: { type: dev.tideway.resource.*, kind: Probe } } ]
-`).functions[fnName]!;
+  const p = probeFunction('join');
+  const { fnName, namespace } = p;
   const runs: { replica: string; name: string; g: number; at: number }[] = [];
   const running = new Set<string>();
   const overlaps: string[] = [];
   const handled: Record<string, number> = {};
-  const buses: Bus[] = [];
-  const consumers: RunningConsumer[] = [];
-  const replica = async (id: string) => {
-    const handler: Handler = async (event) => {
+  const { buses, start } = replicaSet(info, p);
+  const replica = (id: string) =>
+    start(id, async (event) => {
       const e = event as unknown as Record<string, string>;
       const name = e.name as string;
       if (running.has(name)) overlaps.push(`${name} on ${id}`);
@@ -380,22 +363,11 @@ functions:
       await new Promise((r) => setTimeout(r, 5));
       running.delete(name);
       handled[name] = Math.max(handled[name] ?? 0, Number(e.generation));
-    };
-    const r = await startReplica({ natsUrl: info.natsUrl, id, fnName, fn, handler, namespace });
-    buses.push(r.bus);
-    consumers.push(r.consumer);
-  };
+    });
 
   beforeAll(async () => {
     for (const id of ['a', 'b']) await replica(id);
     await new Promise((r) => setTimeout(r, 6000)); // a leaves b's share from its next pull
-  });
-
-  afterAll(async () => {
-    await Promise.all(consumers.map((c) => c.stop(1000)));
-    await deleteConsumers(buses[0]!.jsm, fnName, namespace);
-    await buses[0]?.jsm.streams.delete(`LOCKS_${fnName}`).catch(() => undefined);
-    for (const bus of buses) await bus.close();
   });
 
   it('loses no last event and never runs an object twice at once; then each object is with one replica', async () => {
