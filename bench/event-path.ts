@@ -28,8 +28,11 @@ import {
 const RDC = TIDEWAY_KINDS.RedisCluster;
 
 export type EventPathOptions = {
-  /** Offered update rates, events/s, each for `seconds`. */
-  rates: number[];
+  /**
+   * Each run: probe replica processes (one function's replicas share its partitioned consumers),
+   * and the update rates offered to them, events/s, each for `seconds`.
+   */
+  runs: { replicas: number; rates: number[] }[];
   seconds: number;
   /** Objects the updates go round-robin over. */
   objects: number;
@@ -82,21 +85,26 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
 
   const lines: string[] = [];
   try {
-    if (o.rates.length > 0) {
+    for (const run of o.runs) {
       // --- event path ---------------------------------------------------------------------------
-      const ns = await createNs(`bench-path-${Date.now().toString(36)}`);
+      const ns = await createNs(`bench-path-${run.replicas}-${Date.now().toString(36)}`);
       const env = { ...baseEnv, TIDEWAY_WATCH_NAMESPACE: ns, TIDEWAY_HEALTH_INTERVAL: '600s' };
-      const watcher = spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: 'bench-path' });
-      const probe = spawnFunction('probe', env);
-      const names = Array.from({ length: o.objects }, (_, i) => `o-${i}`);
+      const watcher = spawnFunction('watcher', { ...env, TIDEWAY_WATCHER_ID: `bench-path-${run.replicas}` });
+      const probes = Array.from({ length: run.replicas }, () => spawnFunction('probe', env));
+      const names = Array.from({ length: o.objects }, (_, i) => `o${run.replicas}-${i}`);
       const objectsPath = `/apis/${RDC.group}/${RDC.version}/namespaces/${ns}/${RDC.plural}`;
       await pool(names.length, 16, (i) => create(ns, names[i]!));
       await until(
         'the probe saw every object',
-        async () => (new Set(probed().map((p) => p.name)).size >= names.length ? true : undefined),
+        async () => {
+          const seen = new Set(probed().map((p) => p.name));
+          return names.every((n) => seen.has(n)) ? true : undefined;
+        },
         120_000,
         200,
       );
+      // Replicas take their shares of the partitions from their next pulls (5 s at most).
+      if (run.replicas > 1) await sleep(6000);
 
       // The baseline: a watch in a process of its own, as an informer's event handler sees it.
       const informerFile = join(dir, 'informer.txt');
@@ -130,7 +138,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
 
       const load = patcher(bed.kubeconfig);
       cleanups.push(() => load.close());
-      for (const rate of o.rates) {
+      for (const rate of run.rates) {
         const sent = new Map<string, number>();
         const total = rate * o.seconds;
         const start = now();
@@ -172,7 +180,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
         const added = both.map((p) => p.t - informer.get(p.rv)!).sort((a, b) => a - b);
         const span = handled.length > 1 ? (Math.max(...handled.map((p) => p.t)) - start) / 1000 : Number.NaN;
         lines.push(
-          `event path @ ${rate}/s offered for ${o.seconds}s: ${sent.size} updates in ${sendSeconds.toFixed(1)}s ` +
+          `event path, ${run.replicas} probe replica${run.replicas > 1 ? 's' : ''}, @ ${rate}/s offered for ${o.seconds}s: ${sent.size} updates in ${sendSeconds.toFixed(1)}s ` +
             `(${(sent.size / sendSeconds).toFixed(0)}/s achieved, ${failed} failed); ` +
             `${handled.length} handled (${((handled.length / sent.size) * 100).toFixed(1)}%, the rest coalesced), ` +
             `${(handled.length / span).toFixed(0)} handler starts/s; ${both.length} seen by both the informer and the probe`,
@@ -185,7 +193,7 @@ export const benchEventPath = async (bed: Testbed, o: EventPathOptions) => {
       }
       load.close();
       informerProcess.kill('SIGTERM');
-      await Promise.all([watcher.stop(), probe.stop(), informerExited]);
+      await Promise.all([watcher.stop(), ...probes.map((p) => p.stop()), informerExited]);
     }
 
     // --- cold relist ----------------------------------------------------------------------------
