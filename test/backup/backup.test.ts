@@ -14,7 +14,15 @@ import { findCondition } from '../../shared/kube/conditions.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { eventNotes, eventReasons, ipOf, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import {
+  EVENTS_RECORDED,
+  eventNotes,
+  eventReasons,
+  ipOf,
+  redisClusters,
+  refusals,
+  startFunction,
+} from '../support/redis.ts';
 import { backups, bedStore, keyOf, restoredContent } from './support/backups.ts';
 import { contentOf, expectSameContent, fillRandom, populate } from './support/dataset.ts';
 import { binaryClient } from './support/resp.ts';
@@ -182,8 +190,8 @@ describe('backup', () => {
       await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),
       await contentOfPod(s.source ?? ''),
     );
-    expect(await eventReasons(b, ns, 'b1')).toContain('Completed');
-    expect(await eventReasons(b, ns, 'cache')).toContain('BackupCompleted');
+    await expect.poll(() => eventReasons(b, ns, 'b1'), EVENTS_RECORDED).toContain('Completed');
+    await expect.poll(() => eventReasons(b, ns, 'cache'), EVENTS_RECORDED).toContain('BackupCompleted');
     const bus = await connectBus(b.info.natsUrl, 'test-backup');
     try {
       const msg = await bus.jsm.streams.getMessage(STREAM, {
@@ -232,7 +240,7 @@ describe('backup', () => {
     // Another instance: the pod that replaced the lost one starts fenced, it cannot serve a sync.
     expect(done.status?.source, story).not.toBe(lost);
     expect(done.status?.attempts, story).toBe(1);
-    expect(await eventReasons(b, ns, 'b2')).toContain('SourceLost');
+    await expect.poll(() => eventReasons(b, ns, 'b2'), EVENTS_RECORDED).toContain('SourceLost');
     expectSameContent(
       await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),
       await contentOfPod(done.status?.source ?? ''),
@@ -332,7 +340,9 @@ describe('backup', () => {
       status: 'False',
       reason: 'StoreUnavailable',
     });
-    expect(await eventReasons(b, ns, 'b3')).toEqual(expect.arrayContaining(['AttemptFailed', 'Failed']));
+    await expect
+      .poll(() => eventReasons(b, ns, 'b3'), EVENTS_RECORDED)
+      .toEqual(expect.arrayContaining(['AttemptFailed', 'Failed']));
     // Once S3 answers again, what could not be aborted is.
     await until(
       'no unfinished upload',
@@ -428,7 +438,7 @@ describe('backup', () => {
       // Bad input is not retried: no attempt was made.
       expect(failed.status?.attempts ?? 0, name).toBeLessThanOrEqual(1);
     }
-    expect(await eventReasons(b, ns, 'no-bucket')).toContain('Failed');
+    await expect.poll(() => eventReasons(b, ns, 'no-bucket'), EVENTS_RECORDED).toContain('Failed');
     const bus = await connectBus(b.info.natsUrl, 'test-backup-failed');
     try {
       const msg = await bus.jsm.streams.getMessage(STREAM, {

@@ -9,7 +9,14 @@ import { objectLocks } from '../../shared/runtime/object-lock.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { eventReasons, ipOf, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import {
+  EVENTS_RECORDED,
+  eventReasons,
+  ipOf,
+  redisClusters,
+  refusals,
+  startFunction,
+} from '../support/redis.ts';
 import { backups, bedStore, bedStoreSpec, createS3Credentials, restoredContent } from './support/backups.ts';
 import { contentOf, expectSameContent, fillRandom } from './support/dataset.ts';
 import { binaryClient } from './support/resp.ts';
@@ -143,7 +150,7 @@ describe('backup beside failover', () => {
     // The snapshot is the cluster's data: what the new master holds (no writes since).
     const content = await onMaster((c) => contentOf(c));
     expectSameContent(await restoredContent(b, done, { dir, compression: 'none', servers }), content);
-    expect(await eventReasons(b, ns, 'fo')).toContain('Failover');
+    await expect.poll(() => eventReasons(b, ns, 'fo'), EVENTS_RECORDED).toContain('Failover');
     expect((await bedStore(b).unfinished(`e2e/${ns}/`)).length).toBe(0);
     await rdc.ready('fo');
   });

@@ -9,6 +9,7 @@ import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
+  EVENTS_RECORDED,
   eventReasons,
   ipOf,
   redisAt,
@@ -210,7 +211,7 @@ describe('redis cluster', () => {
       n.close();
     }
     // Recorded: a Kubernetes Event and a CloudEvent on the bus.
-    expect(await eventReasons(b, ns, 'cache')).toContain('Failover');
+    await expect.poll(() => eventReasons(b, ns, 'cache'), EVENTS_RECORDED).toContain('Failover');
     const bus = await connectBus(b.info.natsUrl, 'test-failover');
     try {
       const msg = await bus.jsm.streams.getMessage(STREAM, {

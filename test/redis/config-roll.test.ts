@@ -4,6 +4,7 @@ import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
+  EVENTS_RECORDED,
   eventReasons,
   ipOf,
   missingKeys,
@@ -272,7 +273,7 @@ describe('redis configuration and password changes', () => {
     expect([...masters]).toEqual([master]);
     expect([...seen].filter((s) => s.startsWith('False'))).toEqual([]);
     expect(await uids('rot')).toEqual(uid0);
-    expect(await eventReasons(b, ns, 'rot')).toContain('PasswordRotated');
+    await expect.poll(() => eventReasons(b, ns, 'rot'), EVENTS_RECORDED).toContain('PasswordRotated');
     expect(await eventReasons(b, ns, 'rot')).not.toContain('Failover');
 
     // A replica that restarts now reads the new password from its refreshed file and syncs.

@@ -10,7 +10,7 @@ import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import { EVENTS_RECORDED, eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
 import { clusterData, conditionOf, lastOutcome, restores, startRestoreFunction } from './support.ts';
 
 const stateOf = (r: Restore) =>
@@ -157,9 +157,9 @@ describe('restore interrupted', () => {
       /on load 2 \(the loads before were interrupted and changed nothing\)/,
     );
     expect(conditionOf(r1, 'ClusterData')).toMatchObject({ status: 'True', reason: 'Restored' });
-    expect(await eventReasons(b, ns, 'r1')).toEqual(
-      expect.arrayContaining(['Loading', 'LoadInterrupted', 'Completed']),
-    );
+    await expect
+      .poll(() => eventReasons(b, ns, 'r1'), EVENTS_RECORDED)
+      .toEqual(expect.arrayContaining(['Loading', 'LoadInterrupted', 'Completed']));
   });
 
   it('killed mid-transfer with no load left to try: Failed, and the cluster holds its data from before', async () => {
@@ -285,9 +285,9 @@ describe('restore interrupted', () => {
       status: 'False',
       reason: 'RolledBack',
     });
-    expect(await eventReasons(b, ns, 'r4')).toEqual(
-      expect.arrayContaining(['LoadInterrupted', 'RollingBack', 'RolledBack']),
-    );
+    await expect
+      .poll(() => eventReasons(b, ns, 'r4'), EVENTS_RECORDED)
+      .toEqual(expect.arrayContaining(['LoadInterrupted', 'RollingBack', 'RolledBack']));
     const ce = await lastOutcome(b, 'dev.tideway.restore.failed', {
       kind: 'Restore',
       namespace: ns,

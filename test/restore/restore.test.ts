@@ -12,7 +12,7 @@ import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import { EVENTS_RECORDED, eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
 import { newSecret, startWebhook } from '../webhook/support.ts';
 import {
   clusterData,
@@ -183,19 +183,21 @@ describe('restore', () => {
     expect(source).toBeDefined();
     expectSameContent(await contentOfBackup(safety), source as Content);
 
-    expect(await eventReasons(b, ns, 'r1')).toEqual(
-      expect.arrayContaining([
-        'Started',
-        'Verified',
-        'SafetyBackupStarted',
-        'SafetyBackupCompleted',
-        'Loading',
-        'Completed',
-      ]),
-    );
-    expect(await eventReasons(b, ns, 'cache')).toEqual(
-      expect.arrayContaining(['RestoreLoading', 'RestoreCompleted']),
-    );
+    await expect
+      .poll(() => eventReasons(b, ns, 'r1'), EVENTS_RECORDED)
+      .toEqual(
+        expect.arrayContaining([
+          'Started',
+          'Verified',
+          'SafetyBackupStarted',
+          'SafetyBackupCompleted',
+          'Loading',
+          'Completed',
+        ]),
+      );
+    await expect
+      .poll(() => eventReasons(b, ns, 'cache'), EVENTS_RECORDED)
+      .toEqual(expect.arrayContaining(['RestoreLoading', 'RestoreCompleted']));
     const ce = await lastOutcome(b, 'dev.tideway.restore.completed', {
       kind: 'Restore',
       namespace: ns,

@@ -83,12 +83,16 @@ describe('a handler that hangs', () => {
     );
     expect(condition.reason).toBe('RetriesExhausted');
     expect(condition.message).toMatch(/did not finish in 2 attempts/);
-    const events = await b.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns });
-    expect(
-      events.items.some(
-        (e) => e.regarding?.name === 'stuck' && e.reason === 'RetriesExhausted' && e.type === 'Warning',
-      ),
-    ).toBe(true);
+    // The Event is recorded right after the condition is written: waited for, not raced.
+    await until(
+      'a RetriesExhausted Warning Event on the object',
+      async () =>
+        (await b.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items.some(
+          (e) => e.regarding?.name === 'stuck' && e.reason === 'RetriesExhausted' && e.type === 'Warning',
+        ) || undefined,
+      10_000,
+      100,
+    );
     // It ran twice (two processes ended by the watchdog), and not a third time.
     const hung = readRuns(dir).filter((r) => r.name === 'stuck');
     expect(hung.map((r) => r.attempt)).toEqual([1, 2]);

@@ -148,6 +148,12 @@ const eventsOf = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
     .filter((e) => e.regarding?.name === name)
     .sort((x, y) => (x.metadata?.creationTimestamp ?? '').localeCompare(y.metadata?.creationTimestamp ?? ''));
 
+/**
+ * For `expect.poll(() => eventReasons(…), EVENTS_RECORDED)`: functions write status first and
+ * record the Event after, so an Event is waited for, not raced, once a status shows the outcome.
+ */
+export const EVENTS_RECORDED = { timeout: 15_000, interval: 200 } as const;
+
 export const eventReasons = async (b: ReturnType<typeof bed>, ns: string, name: string) =>
   (await eventsOf(b, ns, name)).map((e) => e.reason ?? '');
 
