@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { TestbedInfo } from './types.ts';
 
@@ -24,8 +24,11 @@ export const writeEnvFile = async (file: string, vars: Record<string, string>, p
   await mkdir(dirname(file), { recursive: true });
   const lines = Object.entries(vars).map(([k, v]) => `export ${k}=${quote(v)}`);
   lines.push(`export PATH=${quote(pathPrefix)}:"$PATH"`);
-  // Secrets inside: readable by the owner only.
-  await writeFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+  // Secrets inside: readable by the owner only. Written aside and renamed into place, because
+  // whoever waits for the file (a script, the lifecycle test) reads it the moment it appears.
+  const partial = `${file}.partial`;
+  await writeFile(partial, `${lines.join('\n')}\n`, { mode: 0o600 });
+  await rename(partial, file);
 };
 
 export const removeEnvFile = (file: string) => rm(file, { force: true });
