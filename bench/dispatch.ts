@@ -11,7 +11,7 @@ import { connectBus } from '../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../shared/bus/publisher.ts';
 import { ensureStream } from '../shared/bus/stream.ts';
 import { filterSubject } from '../shared/events/subjects.ts';
-import { deleteConsumers } from '../shared/runtime/consumer.ts';
+import { deleteConsumers } from '../shared/runtime/durables.ts';
 import { ms, now, percentile, pool, root, spawnFunction } from './support.ts';
 
 export type DispatchOptions = {

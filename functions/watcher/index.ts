@@ -11,6 +11,7 @@ import type { Logger } from '../../shared/runtime/logger.ts';
 import type { Metrics } from '../../shared/runtime/metrics.ts';
 import { type CursorStore, kvCursorStore } from './cursor.ts';
 import { inNamespace, WATCHED } from './kinds.ts';
+import { lagRoutes } from './lag.ts';
 import { electLeader } from './leader.ts';
 import { listWatch } from './list-watch.ts';
 import { createSync } from './sync.ts';
@@ -167,7 +168,7 @@ export const start: Service = async (ctx) => {
   const e = parsed.data;
   // Its own small client: the watcher needs a handful of calls, not client-node's whole API.
   const kube = kubeHttp(loadKubeConnection(ctx.env));
-  return startWatcher({
+  const watcher = startWatcher({
     kube,
     publisher: ctx.publisher,
     store: await kvCursorStore(ctx.bus.nc, leaseName(e.TIDEWAY_WATCH_NAMESPACE), busReplicas(ctx.env)),
@@ -182,4 +183,6 @@ export const start: Service = async (ctx) => {
     inactivityTimeoutMs: e.TIDEWAY_WATCH_INACTIVITY,
     leaseDurationMs: e.TIDEWAY_LEASE_DURATION,
   });
+  // Every replica, leader or not, answers KEDA: the lag is read from NATS, not from the watch.
+  return { stop: watcher.stop, routes: lagRoutes(ctx.bus.jsm) };
 };

@@ -1,6 +1,6 @@
 import { PARTITIONS, STREAM } from '../../shared/events/subjects.ts';
 import { type FunctionConfig, nodeArgsFor, type ServerlessConfig } from '../../shared/runtime/config.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
+import { consumerName } from '../../shared/runtime/durables.ts';
 import { namespacedServiceAccount, serviceAccountOf } from '../../shared/runtime/identity.ts';
 
 /**
@@ -26,6 +26,9 @@ export const GRACE_MARGIN_SECONDS = 15;
 export type ScopedName = { cluster: string; namespaced: string };
 
 /** What the chart needs to know about a function: generated, never edited in the chart. */
+/** The function whose ops port serves /lag (functions/watcher/lag.ts): always running, one or more. */
+const LAG_SERVER = 'watcher';
+
 export type ChartFunction = {
   /** A long-running process (fixed replicas) rather than an event consumer (scalable). */
   service: boolean;
@@ -46,6 +49,8 @@ export type ChartFunction = {
   consumer?: ScopedName & { stream: string; lagThreshold: number; partitions: number };
   /** Its HTTP port (TIDEWAY_<NAME>_PORT in its environment): a Service and probes. */
   httpPort?: number;
+  /** Serves each event function's lag on its ops port (/lag/<consumer>), which KEDA scales on. */
+  servesLag?: true;
   /** Environment variable → downward API field path. */
   fieldEnv: Record<string, string>;
 };
@@ -86,6 +91,7 @@ export const chartFunction = (name: string, fn: FunctionConfig): ChartFunction =
           },
         }),
     ...(httpPort ? { httpPort } : {}),
+    ...(name === LAG_SERVER ? { servesLag: true as const } : {}),
     fieldEnv,
   };
 };

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { PARTITIONS, STREAM } from '../../shared/events/subjects.ts';
 import { parseServerless } from '../../shared/runtime/config.ts';
-import { consumerName } from '../../shared/runtime/consumer.ts';
+import { consumerName } from '../../shared/runtime/durables.ts';
 import { type RbacDoc, SYSTEM_NAMESPACE } from '../install.ts';
 import { chartFunctions, GRACE_MARGIN_SECONDS, WATCH_NAMESPACE } from './functions.ts';
 import { CHART_DIR, drift, generateChart, readSources, type Sources } from './generate.ts';

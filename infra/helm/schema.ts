@@ -71,9 +71,6 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
           name: str('a Secret whose key holds NATS_URL; empty: nats.url'),
           key: str(undefined, { minLength: 1 }),
         }),
-        monitoringEndpoint: str('host:port of the NATS monitoring endpoint (KEDA)'),
-        account: str('the JetStream account of the stream', { minLength: 1 }),
-        monitoringHttps: bool(),
         replicas: {
           type: 'integer',
           enum: [1, 3, 5],
@@ -103,6 +100,9 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
       pollingInterval: int(1),
       cooldownPeriod: int(0),
       initialCooldownPeriod: int(0),
+      lagEndpoint: str('base URL of the /lag endpoint KEDA reads; empty: the watcher’s ops Service', {
+        pattern: '^$|^https?://[^/?#]+$',
+      }),
     }),
     podDisruptionBudget: obj({ enabled: bool(), maxUnavailable: int(1) }),
     service: obj({
@@ -131,12 +131,21 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
       description: 'per function, overrides of what serverless.yml says',
     }),
   }),
-  // KEDA reads the consumers' lag from NATS's monitoring endpoint: without one it never scales.
+  // KEDA reads the lag from the watcher's Service unless told where else: without either it never
+  // scales. (The templates fail too, but helm lint only reports a template's fail as INFO.)
   if: {
-    required: ['keda'],
-    properties: { keda: { required: ['enabled'], properties: { enabled: { const: true } } } },
+    required: ['keda', 'functions'],
+    properties: {
+      keda: { required: ['enabled'], properties: { enabled: { const: true } } },
+      functions: {
+        required: ['watcher'],
+        properties: { watcher: { required: ['enabled'], properties: { enabled: { const: false } } } },
+      },
+    },
   },
   // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then; this object is never awaited
-  then: { properties: { nats: { properties: { monitoringEndpoint: { minLength: 1 } } } } },
+  then: {
+    properties: { keda: { required: ['lagEndpoint'], properties: { lagEndpoint: { minLength: 1 } } } },
+  },
   definitions: { function: functionOverrides },
 });

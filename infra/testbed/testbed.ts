@@ -192,7 +192,6 @@ export const startTestbed = async (opts: TestbedOptions = {}): Promise<Testbed> 
       apiServerUrl: cp.url,
       kubectl: bin('kubectl'),
       natsUrl: nats.url,
-      natsMonitorUrl: nats.monitorUrl,
       s3: {
         endpoint: s3.endpoint,
         region: s3.region,

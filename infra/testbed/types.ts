@@ -8,8 +8,6 @@ export type TestbedInfo = {
   readonly apiServerUrl: string;
   readonly kubectl: string;
   readonly natsUrl: string;
-  /** NATS's HTTP monitoring endpoint (`http://host:port`): /jsz, where KEDA reads consumer lag. */
-  readonly natsMonitorUrl: string;
   readonly s3: {
     readonly endpoint: string;
     readonly region: string;

@@ -14,6 +14,7 @@ import { encodeToken, filterSubject, objectKeyOf, PARTITIONS, STREAM } from '../
 import { boundedKubeConfig } from '../kube/timeouts.ts';
 import { backoffMs } from './backoff.ts';
 import { ackWaitMsOf, type FunctionConfig, toMs } from './config.ts';
+import { consumerBacklog, consumerName, partitionConsumerName } from './durables.ts';
 import {
   type Deps,
   type Handler,
@@ -76,34 +77,6 @@ const lockKeyFor = (lockKey: LockKey | undefined, event: CloudEvent<unknown>, ow
 
 /** Resource events coalesce (handlers re-read the object); ticks and outcomes queue per type. */
 const coalesceClass = (type: string) => (type.startsWith('dev.tideway.resource.') ? 'resource' : type);
-
-export const consumerName = (fn: string, namespace?: string) =>
-  namespace ? `fn-${fn}-ns-${namespace}` : `fn-${fn}`;
-
-/** The durable consumer of one partition of a function's events (`consumerName` + `-p<n>`). */
-export const partitionConsumerName = (base: string, partition: number) => `${base}-p${partition}`;
-
-/** The durable consumers a function reads, one per partition. */
-export const partitionConsumers = (fn: string, namespace?: string) =>
-  Array.from({ length: PARTITIONS }, (_, p) => partitionConsumerName(consumerName(fn, namespace), p));
-
-/** What a function's consumers hold, summed over its partitions: not yet delivered, and unacked. */
-export const consumerBacklog = async (jsm: JetStreamManager, fn: string, namespace?: string) => {
-  let pending = 0;
-  let ackPending = 0;
-  for (const durable of partitionConsumers(fn, namespace)) {
-    const info = await jsm.consumers.info(STREAM, durable);
-    pending += info.num_pending;
-    ackPending += info.num_ack_pending;
-  }
-  return { pending, ackPending };
-};
-
-/** Deletes a function's consumers (a test's or a bench's own function). */
-export const deleteConsumers = async (jsm: JetStreamManager, fn: string, namespace?: string) => {
-  for (const durable of partitionConsumers(fn, namespace))
-    await jsm.consumers.delete(STREAM, durable).catch(() => undefined);
-};
 
 const PRIORITY_GROUP = 'tideway';
 const PULL_EXPIRES_MS = 5000;

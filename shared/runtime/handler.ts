@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
+import type { Hono } from 'hono';
 import type { Bus } from '../bus/connect.ts';
 import type { EventPublisher } from '../bus/types.ts';
 import type { Logger } from './logger.ts';
@@ -116,7 +117,11 @@ export type LockKey = (event: CloudEvent<unknown>) => string;
  */
 export type Service = (
   ctx: Omit<Deps, 'kube'> & { readonly function: string; readonly bus: Bus },
-) => Promise<{ stop(): Promise<void> }>;
+) => Promise<{
+  stop(): Promise<void>;
+  /** More endpoints for the process's ops server (the watcher's /lag, which KEDA reads). */
+  routes?: Hono;
+}>;
 
 /** Maps whatever a handler returned or threw to an outcome. Unknown errors are retried. */
 export const toOutcome = (result: Outcome | undefined | { error: unknown }): Outcome => {

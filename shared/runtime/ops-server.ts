@@ -2,11 +2,16 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Metrics } from './metrics.ts';
 
-export type OpsServer = { readonly url: string; close(): Promise<void> };
+export type OpsServer = {
+  readonly url: string;
+  /** Serves `routes` too, from now on (a service's, known once it started). */
+  mount(routes: Hono): void;
+  close(): Promise<void>;
+};
 
 /**
  * Per-process operations endpoints: /metrics (Prometheus), /healthz (the process lives),
- * /readyz (its dependencies are reachable). Port 0 picks a free one.
+ * /readyz (its dependencies are reachable), and what a service mounts. Port 0 picks a free one.
  */
 export const startOpsServer = async (o: {
   metrics: Metrics;
@@ -20,11 +25,17 @@ export const startOpsServer = async (o: {
   );
   app.get('/healthz', (c) => c.text('ok'));
   app.get('/readyz', (c) => (o.ready() ? c.text('ok') : c.text('not ready', 503)));
+  // Routes added after the server started: Hono's router is fixed once it served a request.
+  let mounted: Hono | undefined;
+  app.all('*', (c) => (mounted ? mounted.fetch(c.req.raw) : c.notFound()));
   const hostname = o.hostname ?? '127.0.0.1';
   return new Promise((resolve) => {
     const server = serve({ fetch: app.fetch, hostname, port: o.port ?? 0 }, (info) => {
       resolve({
         url: `http://${hostname}:${info.port}`,
+        mount: (routes) => {
+          mounted = routes;
+        },
         close: () => new Promise<void>((r) => server.close(() => r())),
       });
     });

@@ -137,6 +137,7 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
   let stop: (drainMs?: number) => Promise<void>;
   if (fn.tideway.service) {
     const svc = await (entry as Service)({ ...base, function: name, bus });
+    if (svc.routes) ops.mount(svc.routes);
     stop = () => svc.stop();
   } else {
     // Loaded only here: services (the watcher) stay without client-node's generated API.

@@ -9,7 +9,7 @@ import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { consumerBacklog } from '../../shared/runtime/consumer.ts';
+import { consumerBacklog } from '../../shared/runtime/durables.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';

@@ -4,9 +4,8 @@ import { stringify } from 'yaml';
 import { GRACE_MARGIN_SECONDS } from '../../infra/helm/functions.ts';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
 import { installKedaCrds } from '../../infra/helm/local/keda.ts';
-import { STREAM } from '../../shared/events/subjects.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
-import { partitionConsumers } from '../../shared/runtime/consumer.ts';
+import { consumerName } from '../../shared/runtime/durables.ts';
 import { zWorkerEnv } from '../../shared/runtime/worker.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { helm, type Manifest, named, ofKind, render, sets } from './helm.ts';
@@ -68,9 +67,14 @@ describe("Tideway's Helm chart", () => {
       ['KEDA on as a string', { 'keda.enabled': 'yes' }, '/keda/enabled'],
       ['no NATS', { 'nats.url': '' }, "at '/nats/url': minLength"],
       [
-        'KEDA without the NATS monitoring endpoint',
-        { ...KEDA_ON, 'nats.monitoringEndpoint': '' },
-        "at '/nats/monitoringEndpoint': minLength",
+        'a lag endpoint that is no base URL',
+        { ...KEDA_ON, 'keda.lagEndpoint': 'lag:9090/x' },
+        "at '/keda/lagEndpoint': 'lag:9090/x' does not match pattern",
+      ],
+      [
+        'KEDA with the watcher off and no lag endpoint',
+        { ...KEDA_ON, 'functions.watcher.enabled': 'false' },
+        "at '/keda/lagEndpoint': minLength",
       ],
     ])('refuses %s, saying why', async (_, values, why) => {
       const r = await helm('lint', '--strict', CHART_DIR, ...sets(values));
@@ -229,32 +233,41 @@ describe("Tideway's Helm chart", () => {
           minReplicaCount: 0,
           maxReplicaCount: fn?.tideway.replicas,
         });
-        // One trigger per partition consumer, as the runtime names them; their sum is the lag.
-        expect(s.spec.triggers).toEqual(
-          partitionConsumers(name).map((consumer, p) => ({
-            type: 'nats-jetstream',
-            name: `p${p}`,
-            metadata: expect.objectContaining({
-              stream: STREAM,
-              consumer,
-              account: '$G',
-              lagThreshold: String(fn?.reservedConcurrency),
-            }),
-          })),
-        );
-        expect(s.spec.advanced.scalingModifiers).toEqual({
-          formula: partitionConsumers(name)
-            .map((_, p) => `p${p}`)
-            .join(' + '),
-          target: String(fn?.reservedConcurrency),
-          activationTarget: '0',
-          metricType: 'AverageValue',
-        });
+        // One trigger: the lag of the function's consumers (as the runtime names them), which the
+        // watcher's ops Service serves for all functions from one listing (functions/watcher/lag.ts).
+        expect(s.spec.triggers).toEqual([
+          {
+            type: 'metrics-api',
+            name: 'lag',
+            metadata: {
+              url: `http://tideway-watcher.${ns}.svc.cluster.local:9090/lag/${consumerName(name)}`,
+              format: 'json',
+              valueLocation: 'lag',
+              targetValue: String(fn?.reservedConcurrency),
+              activationTargetValue: '0',
+            },
+          },
+        ]);
+        expect(s.spec).not.toHaveProperty('advanced');
         // KEDA owns the count: a replicas field would put it back at every upgrade.
         expect(named(objects, 'Deployment', `tideway-${name}`).spec).not.toHaveProperty('replicas');
       }
       for (const name of ['watcher', 'webhook'])
         expect(named(objects, 'Deployment', `tideway-${name}`).spec.replicas).toBe(2);
+      // Where that URL leads: the watcher's ops port.
+      expect(named(objects, 'Service', 'tideway-watcher').spec).toMatchObject({
+        selector: named(objects, 'Deployment', 'tideway-watcher').spec.selector.matchLabels,
+        ports: [{ name: 'ops', port: 9090, targetPort: 'ops', protocol: 'TCP' }],
+      });
+      // Without KEDA nobody reads it; with an endpoint given, KEDA reads that instead.
+      expect(ofKind((await render(ns, {})).objects, 'Service').map((o) => o.metadata.name)).toEqual([
+        'tideway-webhook',
+      ]);
+      const elsewhere = await render(ns, { ...KEDA_ON, 'keda.lagEndpoint': 'https://lag.example:8443' });
+      expect(ofKind(elsewhere.objects, 'Service').map((o) => o.metadata.name)).toEqual(['tideway-webhook']);
+      expect(named(elsewhere.objects, 'ScaledObject', 'tideway-health').spec.triggers[0].metadata.url).toBe(
+        `https://lag.example:8443/lag/${consumerName('health')}`,
+      );
     });
 
     it('serving namespaces: a set of functions per namespace, on its own consumer and account', async () => {
@@ -264,9 +277,10 @@ describe("Tideway's Helm chart", () => {
       const reconcile = named(objects, 'Deployment', `tideway-reconcile-ns-${a}`);
       expect(envOf(reconcile).TIDEWAY_WATCH_NAMESPACE).toBe(a);
       expect(reconcile.spec.template.spec.serviceAccountName).toBe(`tideway-reconcile-ns-${a}`);
-      expect(
-        named(objects, 'ScaledObject', `tideway-reconcile-ns-${a}`).spec.triggers[0].metadata.consumer,
-      ).toBe(partitionConsumers('reconcile', a)[0]);
+      // Each namespace's functions scale on their own consumers, read by their own watcher.
+      expect(named(objects, 'ScaledObject', `tideway-reconcile-ns-${a}`).spec.triggers[0].metadata.url).toBe(
+        `http://tideway-watcher-ns-${a}.${ns}.svc.cluster.local:9090/lag/${consumerName('reconcile', a)}`,
+      );
       // Its rights are bound in its namespace only.
       const bindings = ofKind(objects, 'RoleBinding').filter((r) =>
         (r.subjects as { name: string }[]).some((s) => s.name === `tideway-reconcile-ns-${a}`),

@@ -1,22 +1,20 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { lagRoutes } from '../../functions/watcher/lag.ts';
 import { CHART_DIR } from '../../infra/helm/generate.ts';
-import {
-  installKedaCrds,
-  type KedaOperator,
-  natsMonitoringEndpoint,
-  startKedaOperator,
-} from '../../infra/helm/local/keda.ts';
+import { installKedaCrds, type KedaOperator, startKedaOperator } from '../../infra/helm/local/keda.ts';
 import { ensureGoBinaries } from '../../infra/testbed/build/ensure.ts';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { loadServerless } from '../../shared/runtime/config.ts';
-import { deleteConsumers, ensureConsumers, partitionConsumers } from '../../shared/runtime/consumer.ts';
+import { ensureConsumers } from '../../shared/runtime/consumer.ts';
+import { deleteConsumers, partitionConsumers } from '../../shared/runtime/durables.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { named, render } from './helm.ts';
 
@@ -25,9 +23,10 @@ const FN = 'reconcile';
 
 /**
  * Issue 14 item 6, KEDA's side alone: the chart's ScaledObject for an event function, given to the
- * real KEDA operator (built at its pin) with the test bed's NATS, takes the function to zero while
- * its consumer has no lag, to one when events wait, and back. The pods are a stand-in, so that the
- * test settles the events itself; test/helm/install.test.ts has Tideway's own pods scaled so.
+ * real KEDA operator (built at its pin), reading the watcher's lag endpoint (its code, served here
+ * on the test bed's NATS), takes the function to zero while its consumers have no lag, to one when
+ * events wait, and back. The pods are a stand-in, so that the test settles the events itself;
+ * test/helm/install.test.ts has Tideway's own pods scaled so, through the watcher's Service.
  */
 describe('KEDA scales an event function on its consumer, from the chart', () => {
   const b = bed();
@@ -36,6 +35,7 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
   let dir = '';
   let bus: Bus | undefined;
   let keda: KedaOperator | undefined;
+  let lagServer: ReturnType<typeof serve> | undefined;
   let initial = -1;
   const replicas = async () =>
     Number(
@@ -60,10 +60,14 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
     // The consumers as the function's first pod makes them (shared/runtime/consumer.ts).
     await ensureConsumers(bus.jsm, { name: FN, fn, namespace: ns });
 
+    const routes = lagRoutes(bus.jsm);
+    const lagPort = await new Promise<number>((resolve) => {
+      lagServer = serve({ fetch: routes.fetch, hostname: '127.0.0.1', port: 0 }, (i) => resolve(i.port));
+    });
     const { objects } = await render(ns, {
       'keda.enabled': 'true',
+      'keda.lagEndpoint': `http://127.0.0.1:${lagPort}`,
       'watchNamespaces[0]': ns,
-      'nats.monitoringEndpoint': natsMonitoringEndpoint(b.info),
       'keda.pollingInterval': '1',
       'keda.cooldownPeriod': '5',
       'keda.initialCooldownPeriod': '5',
@@ -81,6 +85,7 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
 
   afterAll(async () => {
     await keda?.stop();
+    lagServer?.close();
     if (bus) await deleteConsumers(bus.jsm, FN, ns);
     await bus?.close();
     for (const n of [ns, kedaNs]) if (n) await b.core.deleteNamespace({ name: n }).catch(() => undefined);

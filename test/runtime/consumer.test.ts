@@ -7,12 +7,8 @@ import { ensureStream } from '../../shared/bus/stream.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { type FunctionConfig, parseServerless } from '../../shared/runtime/config.ts';
-import {
-  consumerBacklog,
-  deleteConsumers,
-  type RunningConsumer,
-  startConsumer,
-} from '../../shared/runtime/consumer.ts';
+import { type RunningConsumer, startConsumer } from '../../shared/runtime/consumer.ts';
+import { consumerBacklog, deleteConsumers } from '../../shared/runtime/durables.ts';
 import type { Handler } from '../../shared/runtime/handler.ts';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';

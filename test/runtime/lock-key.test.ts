@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { deleteConsumers } from '../../shared/runtime/consumer.ts';
+import { deleteConsumers } from '../../shared/runtime/durables.ts';
 import type { Supervisor } from '../../shared/runtime/supervisor.ts';
 import { bed, sleep, until } from '../support/bed.ts';
 import { probeEvent, readRuns, startProbe } from './probe-support.ts';

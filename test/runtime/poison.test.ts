@@ -8,7 +8,7 @@ import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { consumerBacklog, deleteConsumers } from '../../shared/runtime/consumer.ts';
+import { consumerBacklog, deleteConsumers } from '../../shared/runtime/durables.ts';
 import type { Supervisor } from '../../shared/runtime/supervisor.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';

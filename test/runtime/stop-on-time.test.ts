@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { deleteConsumers } from '../../shared/runtime/consumer.ts';
+import { deleteConsumers } from '../../shared/runtime/durables.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { spawnWorker, type Worker } from '../support/functions.ts';
 import { probeEvent, readRuns } from './probe-support.ts';

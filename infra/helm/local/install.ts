@@ -7,7 +7,7 @@ import type { Log } from '../../testbed/build/index.ts';
 import type { TestbedInfo } from '../../testbed/types.ts';
 import { CHART_DIR } from '../generate.ts';
 import { helmOrThrow, sets } from './helm.ts';
-import { installKedaCrds, type KedaOperator, natsMonitoringEndpoint, startKedaOperator } from './keda.ts';
+import { installKedaCrds, type KedaOperator, startKedaOperator } from './keda.ts';
 
 /** KEDA's timings for the release (values keda.*), in seconds. */
 export type KedaTimings = { pollingInterval: number; cooldownPeriod: number; initialCooldownPeriod: number };
@@ -50,7 +50,6 @@ export const installChartOnTestbed = async (o: {
     'image.tag': tag,
     'nats.url': o.info.natsUrl,
     'nats.replicas': '1',
-    'nats.monitoringEndpoint': natsMonitoringEndpoint(o.info),
     'keda.enabled': String(Boolean(o.keda)),
     ...(o.keda
       ? {

@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ensureKedaCrds, type Log } from '../../testbed/build/index.ts';
+import { CLUSTER_DOMAIN } from '../../testbed/dns/index.ts';
 import { bin, TESTBED_ENV_MARKER } from '../../testbed/paths.ts';
 import type { TestbedInfo } from '../../testbed/types.ts';
 
@@ -17,9 +18,6 @@ export const installKedaCrds = async (info: TestbedInfo, log: Log): Promise<void
 };
 
 export type KedaOperator = { stop(): Promise<void>; output(): string; exitCode(): number | null };
-
-/** host:port of the test bed's NATS monitoring endpoint, where KEDA reads consumer lag. */
-export const natsMonitoringEndpoint = (info: TestbedInfo): string => new URL(info.natsMonitorUrl).host;
 
 /** A CA and a serving certificate for the operator's metrics service, which will not start without. */
 const writeCerts = (dir: string) => {
@@ -41,6 +39,10 @@ const writeCerts = (dir: string) => {
  * KEDA's operator (bin/keda, built at its pin) out of the cluster, as the admin, watching one
  * namespace. It scales between zero and one replica by itself; beyond, its HPA would need KEDA's
  * metrics server, which is not run. Carries the test bed's marker, so a crashed run's is cleaned up.
+ *
+ * It resolves names as a pod would: in a mount namespace of its own, /etc/resolv.conf names the
+ * test bed's cluster DNS, so the chart's default lag endpoint (the watcher's Service, by its
+ * cluster name) works unchanged; the host reaches Service addresses through kube-proxy's rules.
  */
 export const startKedaOperator = (o: {
   info: TestbedInfo;
@@ -50,9 +52,22 @@ export const startKedaOperator = (o: {
 }): KedaOperator => {
   const certs = join(o.dir, 'certs');
   writeCerts(certs);
+  const resolvConf = join(o.dir, 'resolv.conf');
+  writeFileSync(
+    resolvConf,
+    `nameserver ${o.info.network.hostIp}\nsearch svc.${CLUSTER_DOMAIN} ${CLUSTER_DOMAIN}\noptions ndots:5\n`,
+  );
+  // unshare and sh exec in turn: the child's pid is KEDA's, which stop() signals.
   const child: ChildProcess = spawn(
-    bin('keda'),
+    'unshare',
     [
+      '--mount',
+      '--propagation=private',
+      'sh',
+      '-c',
+      'mount --bind "$0" /etc/resolv.conf && exec "$@"',
+      resolvConf,
+      bin('keda'),
       '--metrics-bind-address=127.0.0.1:0',
       '--health-probe-bind-address=127.0.0.1:0',
       '--metrics-service-bind-address=127.0.0.1:0',
