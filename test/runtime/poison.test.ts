@@ -107,7 +107,7 @@ describe('a handler that hangs', () => {
       'nothing pending for the function',
       async () => {
         const c = await consumerBacklog(bus.jsm, 'probe', ns);
-        return c.pending === 0 && c.ackPending === 0 ? true : undefined;
+        return c.missing === 0 && c.pending === 0 && c.ackPending === 0 ? true : undefined;
       },
       10_000,
       200,
