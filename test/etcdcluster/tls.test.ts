@@ -1,5 +1,6 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
+import { connect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureImage } from '../../scripts/image/build.ts';
@@ -10,6 +11,7 @@ import { findCondition } from '../../shared/kube/conditions.ts';
 import { controlledBy } from '../../shared/kube/ownership.ts';
 import { backups, bedStoreSpec } from '../backup/support/backups.ts';
 import { bed, until } from '../support/bed.ts';
+import { EVENTS_RECORDED, eventReasons } from '../support/redis.ts';
 import { createSecret, etcdctlJob, etcdFunctionsFor } from './support.ts';
 
 /**
@@ -190,5 +192,96 @@ describe('etcd TLS', () => {
     );
     expect(invalid.message).toContain('my-peer');
     expect(await etcd.pods('given')).toEqual([]);
+  });
+
+  // docs/etcd.md, Renewal: a generated certificate is issued again 90 days before it ends, and
+  // members serve the new one from their next handshake, with no restart (the node agent swaps
+  // the mounted Secret's files, as a kubelet does; etcd reads them at every handshake).
+  it('renews a server certificate that ends within 90 days, and every member serves the new one without a restart', async () => {
+    const pem = async (name: string, key: string) =>
+      Buffer.from((await secret(name)).data?.[key] ?? '', 'base64').toString();
+    const current = new X509Certificate(await pem('main-etcd-server-tls', 'tls.crt'));
+    const names = current.subjectAltName?.split(', ') ?? [];
+    const now = new Date();
+    // The same names and CA as Tideway's, ending in 30 days: what a cluster 335 days old has.
+    const ending = await issueLeaf({
+      ca: {
+        cert: await pem('main-etcd-ca', 'client-ca.crt'),
+        key: await pem('main-etcd-ca', 'client-ca.key'),
+      },
+      cn: 'main-etcd-server',
+      dns: names.filter((n) => n.startsWith('DNS:')).map((n) => n.slice(4)),
+      ips: names.filter((n) => n.startsWith('IP Address:')).map((n) => n.slice(11)),
+      usages: ['serverAuth', 'clientAuth'],
+      now,
+      days: 30,
+    });
+    const members = await etcd.pods('main');
+    expect(members).toHaveLength(3);
+    const pidsOf = (pods: typeof members) =>
+      Promise.all(pods.map((p) => b.faults.containerPids(ns(), p.metadata?.name ?? '')));
+    const pidsBefore = await pidsOf(members);
+    const old = await secret('main-etcd-server-tls');
+    await b.core.replaceNamespacedSecret({
+      namespace: ns(),
+      name: 'main-etcd-server-tls',
+      body: {
+        ...old,
+        data: {
+          ...old.data,
+          'tls.crt': Buffer.from(ending.cert).toString('base64'),
+          'tls.key': Buffer.from(ending.key).toString('base64'),
+        },
+      },
+    });
+
+    const renewed = await until(
+      'a renewed server certificate',
+      async () => {
+        const c = new X509Certificate(await pem('main-etcd-server-tls', 'tls.crt'));
+        return c.validToDate.getTime() - Date.now() > 300 * 86_400_000 &&
+          c.serialNumber !== current.serialNumber
+          ? c
+          : undefined;
+      },
+      60_000,
+      500,
+    );
+    const client = {
+      ca: await pem('main-etcd-client-tls', 'ca.crt'),
+      cert: await pem('main-etcd-client-tls', 'tls.crt'),
+      key: await pem('main-etcd-client-tls', 'tls.key'),
+    };
+    /** The certificate a member presents in a new handshake on its client port. */
+    const served = (ip: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(
+          { host: ip, port: 2379, ...client, servername: `main-etcd.${ns()}.svc` },
+          () => {
+            resolve(socket.getPeerX509Certificate()?.fingerprint256 ?? '');
+            socket.end();
+          },
+        );
+        socket.once('error', reject);
+        socket.setTimeout(3000, () => socket.destroy(new Error('handshake timed out')));
+      });
+    for (const p of members)
+      await until(
+        `${p.metadata?.name} serving the renewed certificate`,
+        async () =>
+          (await served(p.status?.podIP ?? '').catch(() => '')) === renewed.fingerprint256 ? true : undefined,
+        60_000,
+        500,
+      );
+    await expect
+      .poll(async () => eventReasons(b, ns(), 'main'), EVENTS_RECORDED)
+      .toContain('CertificateRenewed');
+    // The same processes: nothing was restarted to take the new certificate.
+    const after = await etcd.pods('main');
+    expect(after.map((p) => p.metadata?.uid)).toEqual(members.map((p) => p.metadata?.uid));
+    expect(await pidsOf(after)).toEqual(pidsBefore);
+    const restarts = after.flatMap((p) => p.status?.containerStatuses?.map((c) => c.restartCount) ?? []);
+    expect(restarts.length).toBeGreaterThanOrEqual(3);
+    expect(restarts.every((n) => n === 0)).toBe(true);
   });
 });
