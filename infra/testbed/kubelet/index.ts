@@ -4,6 +4,13 @@ import { startNodeHeartbeat } from './node.ts';
 import { type PodWorker, startPodWorker } from './pod-worker.ts';
 
 /**
+ * The least time between SIGTERM and SIGKILL, as kubelet's minimumGracePeriodInSeconds: even a
+ * force delete (grace 0) gives a container 2 s to act on SIGTERM, which Redis does (it saves and
+ * waits for replicas). A lost node (holdDown) is the one stop with no grace at all.
+ */
+const MIN_GRACE_MS = 2000;
+
+/**
  * The test bed's kubelet: registers the node, and every 300 ms lists the pods bound to it and
  * reconciles them with their local processes (level-triggered, like kubelet's sync loop).
  */
@@ -50,7 +57,12 @@ export const startNodeAgent = async (
       seen.add(uid);
       const existing = workers.get(uid);
       if (pod.metadata?.deletionTimestamp) {
-        if (existing) terminate(uid, (pod.metadata.deletionGracePeriodSeconds ?? 30) * 1000, true);
+        if (existing)
+          terminate(
+            uid,
+            Math.max(MIN_GRACE_MS, (pod.metadata.deletionGracePeriodSeconds ?? 30) * 1000),
+            true,
+          );
         else
           await core
             .deleteNamespacedPod({
@@ -69,8 +81,9 @@ export const startNodeAgent = async (
         workers.set(uid, { worker: startPodWorker(ctx, pod), pod });
       }
     }
-    // Gone from the API without passing through deletion (force delete): stop at once.
-    for (const uid of workers.keys()) if (!seen.has(uid)) terminate(uid, 0, false);
+    // Gone from the API without passing through deletion (force delete): stopped with the least
+    // grace a kubelet gives.
+    for (const uid of workers.keys()) if (!seen.has(uid)) terminate(uid, MIN_GRACE_MS, false);
   };
 
   let loop: NodeJS.Timeout | undefined;
