@@ -184,5 +184,8 @@ export const start: Service = async (ctx) => {
     leaseDurationMs: e.TIDEWAY_LEASE_DURATION,
   });
   // Every replica, leader or not, answers KEDA: the lag is read from NATS, not from the watch.
-  return { stop: watcher.stop, routes: lagRoutes(ctx.bus.jsm) };
+  return {
+    stop: watcher.stop,
+    routes: lagRoutes(ctx.bus.jsm, e.TIDEWAY_WATCH_NAMESPACE ? { namespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),
+  };
 };

@@ -1,4 +1,4 @@
-import type { ConsumerInfo, JetStreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import { PARTITIONS, STREAM } from '../events/subjects.ts';
 
 /**
@@ -29,30 +29,39 @@ export type Backlog = {
   missing: number;
 };
 
-type Held = Pick<ConsumerInfo, 'name' | 'num_pending' | 'num_ack_pending'>;
+/** The consumer, or the whole stream, is not there: what a function's first replica makes. */
+const notFound = (error: unknown) =>
+  error instanceof JetStreamApiError &&
+  (error.code === JetStreamApiCodes.ConsumerNotFound || error.code === JetStreamApiCodes.StreamNotFound);
 
-/** The backlog of the consumers named `base`-p<n> among `infos`; others are ignored. */
-export const backlogOf = (base: string, infos: Iterable<Held>): Backlog => {
-  const wanted = new Set(partitionsOf(base));
-  let pending = 0;
-  let ackPending = 0;
+/**
+ * What the consumers named `base`-p<n> hold, summed over the partitions: one info request each,
+ * at once. A consumer that is not there counts as missing; any other failure is thrown, never
+ * read as an empty backlog.
+ */
+export const backlogOf = async (jsm: JetStreamManager, base: string): Promise<Backlog> => {
+  const infos = await Promise.all(
+    partitionsOf(base).map((durable) =>
+      jsm.consumers.info(STREAM, durable).catch((error: unknown) => {
+        if (notFound(error)) return undefined;
+        throw error;
+      }),
+    ),
+  );
+  const backlog: Backlog = { pending: 0, ackPending: 0, missing: 0 };
   for (const info of infos) {
-    if (!wanted.delete(info.name)) continue;
-    pending += info.num_pending;
-    ackPending += info.num_ack_pending;
+    if (!info) backlog.missing++;
+    else {
+      backlog.pending += info.num_pending;
+      backlog.ackPending += info.num_ack_pending;
+    }
   }
-  return { pending, ackPending, missing: wanted.size };
+  return backlog;
 };
 
 /** What a function's consumers hold, summed over its partitions: not yet delivered, and unacked. */
-export const consumerBacklog = async (jsm: JetStreamManager, fn: string, namespace?: string) => {
-  const infos: Held[] = [];
-  for (const durable of partitionConsumers(fn, namespace)) {
-    const info = await jsm.consumers.info(STREAM, durable).catch(() => undefined);
-    if (info) infos.push(info);
-  }
-  return backlogOf(consumerName(fn, namespace), infos);
-};
+export const consumerBacklog = (jsm: JetStreamManager, fn: string, namespace?: string) =>
+  backlogOf(jsm, consumerName(fn, namespace));
 
 /** Deletes a function's consumers (a test's or a bench's own function). */
 export const deleteConsumers = async (jsm: JetStreamManager, fn: string, namespace?: string) => {

@@ -10,7 +10,7 @@ import { installKedaCrds, type KedaOperator, startKedaOperator } from '../../inf
 import { ensureGoBinaries } from '../../infra/testbed/build/ensure.ts';
 import { type Bus, connectBus } from '../../shared/bus/connect.ts';
 import { ensureStream } from '../../shared/bus/stream.ts';
-import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
+import { PARTITIONS, STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { loadServerless } from '../../shared/runtime/config.ts';
 import { ensureConsumers } from '../../shared/runtime/consumer.ts';
@@ -36,6 +36,7 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
   let bus: Bus | undefined;
   let keda: KedaOperator | undefined;
   let lagServer: ReturnType<typeof serve> | undefined;
+  let routes: ReturnType<typeof lagRoutes> | undefined;
   let initial = -1;
   const replicas = async () =>
     Number(
@@ -60,9 +61,13 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
     // The consumers as the function's first pod makes them (shared/runtime/consumer.ts).
     await ensureConsumers(bus.jsm, { name: FN, fn, namespace: ns });
 
-    const routes = lagRoutes(bus.jsm);
+    // As the namespace's own watcher serves it.
+    routes = lagRoutes(bus.jsm, { namespace: ns });
     const lagPort = await new Promise<number>((resolve) => {
-      lagServer = serve({ fetch: routes.fetch, hostname: '127.0.0.1', port: 0 }, (i) => resolve(i.port));
+      lagServer = serve(
+        { fetch: (r) => (routes as ReturnType<typeof lagRoutes>).fetch(r), hostname: '127.0.0.1', port: 0 },
+        (i) => resolve(i.port),
+      );
     });
     const { objects } = await render(ns, {
       'keda.enabled': 'true',
@@ -139,5 +144,16 @@ describe('KEDA scales an event function on its consumer, from the chart', () => 
     expect(settled).toBe(3);
     await until('the Deployment back at 0 replicas', atReplicas(0), 90_000);
     expect(keda?.exitCode()).toBeNull();
+  });
+
+  it("counts a function without consumers as waiting, from NATS's own answer", async () => {
+    const res = await routes?.request(`/lag/fn-nothing-ns-${ns}`);
+    expect(await res?.json()).toEqual({
+      consumer: `fn-nothing-ns-${ns}`,
+      lag: 1,
+      pending: 0,
+      ackPending: 0,
+      missing: PARTITIONS,
+    });
   });
 });
