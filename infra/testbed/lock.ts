@@ -2,6 +2,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TESTBED_PREFIX } from './paths.ts';
+import { alive } from './process/alive.ts';
 
 /** Another test bed is running on this machine; two would fight over the bridge and routes. */
 export class TestbedBusyError extends Error {
@@ -10,15 +11,6 @@ export class TestbedBusyError extends Error {
 }
 
 const lockFile = () => join(tmpdir(), `${TESTBED_PREFIX}.lock`);
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** One test bed per machine. A lock whose owner died is taken over (its leftovers get cleaned). */
 export const acquireLock = async (): Promise<() => Promise<void>> => {

@@ -1,20 +1,13 @@
 import { existsSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alive } from '../../infra/testbed/process/alive.ts';
 import { connectRedis } from '../../shared/redis/client.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 
 const APP = 'redis';
 const isReady = (p: V1Pod) =>
   p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * The test bed's promise: the real StatefulSet controller, scheduler, PV binding, kube-proxy and

@@ -1,14 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alive } from '../../infra/testbed/process/alive.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * kubelet never stops a container with less than 2 s between SIGTERM and SIGKILL
