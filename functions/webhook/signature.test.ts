@@ -107,6 +107,20 @@ describe('verifySignature', () => {
     expect(codeOf(verify({ id: ID, timestamp: ts, signature: none }))).toBe('BadSignature');
   });
 
+  it('takes only the canonical base64 of the right HMAC, as the spec compares text (seed 409827454 of the fuzz test)', () => {
+    const ts = String(NOW);
+    const right = sig(KEY, ID, NOW, BODY);
+    expect(codeOf(verify({ id: ID, timestamp: ts, signature: right }))).toBe('ok');
+    // The same 32 bytes, spelled with the last character's two unused bits set.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const last = right.length - 2;
+    for (const low of [1, 2, 3]) {
+      const other = `${right.slice(0, last)}${alphabet[alphabet.indexOf(right[last] ?? '') + low]}=`;
+      expect(Buffer.from(other.slice(3), 'base64').equals(Buffer.from(right.slice(3), 'base64'))).toBe(true);
+      expect(codeOf(verify({ id: ID, timestamp: ts, signature: other })), other).not.toBe('ok');
+    }
+  });
+
   it('refuses timestamps more than five minutes off, either way', () => {
     const at = (ts: number) => verify({ id: ID, timestamp: String(ts), signature: sig(KEY, ID, ts, BODY) });
     expect(codeOf(at(NOW - TOLERANCE_SECONDS))).toBe('ok');
