@@ -1,6 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alive } from '../../infra/testbed/process/alive.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
+
+/** Whether SIGTERM (15) is in the process's ignored-signal mask (/proc/<pid>/status SigIgn). */
+const ignoresTerm = (pid: number) => {
+  try {
+    const mask = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return mask !== undefined && (BigInt(`0x${mask}`) & (1n << 14n)) !== 0n;
+  } catch {
+    return false;
+  }
+};
 
 /**
  * kubelet never stops a container with less than 2 s between SIGTERM and SIGKILL
@@ -35,7 +46,18 @@ describe('stopping a pod, as kubelet does', () => {
         },
       },
     });
-    return until(`${name} running`, async () => (await b.faults.containerPids(ns, name)).main, 120_000, 200);
+    // Running is not enough: the container's process sets itself up before it execs the shell,
+    // and a SIGTERM before the trap would end it at once (a CI run saw 160 ms). Wait for TERM in
+    // the process's ignored signals.
+    return until(
+      `${name} ignoring SIGTERM`,
+      async () => {
+        const pid = (await b.faults.containerPids(ns, name)).main;
+        return pid && ignoresTerm(pid) ? pid : undefined;
+      },
+      120_000,
+      100,
+    );
   };
   const gone = (pid: number) =>
     until('the container gone', async () => (alive(pid) ? undefined : true), 30_000, 50);
