@@ -54,9 +54,7 @@ export const lagRoutes = (jsm: JetStreamManager, o: { namespace?: string; now?: 
     }
     const age = entry.done ? now() - entry.done.at : Number.POSITIVE_INFINITY;
     if (entry.done && age < FRESH_MS) return Promise.resolve(entry.done.backlog);
-    if (entry.fetching)
-      return entry.done && age < STALE_MS ? Promise.resolve(entry.done.backlog) : entry.fetching;
-    const fetching = fetch(base, entry);
+    const fetching = entry.fetching ?? fetch(base, entry);
     return entry.done && age < STALE_MS ? Promise.resolve(entry.done.backlog) : fetching;
   };
 

@@ -25,10 +25,10 @@ export const GRACE_MARGIN_SECONDS = 15;
 /** A name for a cluster-wide installation and the template of one for a namespaced one. */
 export type ScopedName = { cluster: string; namespaced: string };
 
-/** What the chart needs to know about a function: generated, never edited in the chart. */
 /** The function whose ops port serves /lag (functions/watcher/lag.ts): always running, one or more. */
 const LAG_SERVER = 'watcher';
 
+/** What the chart needs to know about a function: generated, never edited in the chart. */
 export type ChartFunction = {
   /** A long-running process (fixed replicas) rather than an event consumer (scalable). */
   service: boolean;
