@@ -243,6 +243,28 @@ describe('topology plan', () => {
       ]);
   });
 
+  it('never makes an instance ahead of the master in the same history follow it (it would drop acknowledged writes)', () => {
+    // c-0 serves as master at offset 100 (it restarted from an older snapshot of the same
+    // history); c-1, cut off, holds up to 500 of that history.
+    const ahead = { ...replica('c-1', 1, 500, '127.0.0.1'), keys: 10 };
+    const linked = { ...replica('c-2', 2, 150, '10.0.0.10'), keys: 10 };
+    const plan = planTopology([master('c-0', 0, 100, 1, 'master'), ahead, linked], 'c-0');
+    expect(plan.commands).toEqual([]);
+    expect(plan.blocked.join()).toMatch(
+      /c-1 is ahead of master c-0 in the same replication history \(offset 500 > 100\)/,
+    );
+    // A linked replica's offset a moment after the master's probe is no sign of anything; an
+    // empty instance, or one behind, follows.
+    expect(plan.blocked.join()).not.toMatch(/c-2/);
+    for (const i of [
+      { ...ahead, keys: 0 },
+      { ...ahead, replication: { ...ahead.replication!, offset: 90 } as Instance['replication'] },
+    ])
+      expect(planTopology([master('c-0', 0, 100, 0, 'master'), i], 'c-0').commands).toEqual([
+        { pod: 'c-1', ip: '10.0.0.11', args: ['REPLICAOF', '10.0.0.10', '6379'] },
+      ]);
+  });
+
   it('with the master down, leaves its replicas serving and unlabels what is unknown', () => {
     const plan = planTopology(
       [

@@ -42,6 +42,21 @@ export const canFollow = (i: Instance, m: Instance, history?: History) => {
 };
 
 /**
+ * An instance that holds more of the master's own history than the master: the same replication
+ * id at a higher offset, its link down (a linked replica's offset is the master's stream, and a
+ * probe a moment later may just see more of it). Made to follow, it would full-sync from the
+ * master and drop the difference — acknowledged writes. Only a master that restarted from an
+ * older snapshot yet serves as master gets here; health's rules (masterBehind) handle the rest.
+ */
+export const aheadOf = (i: Instance, m: Instance) => {
+  const r = i.replication;
+  const mr = m.replication;
+  if (!r || !mr || i.keys === 0 || r.replid !== mr.replid || r.offset <= mr.offset) return undefined;
+  if (r.role === 'replica' && r.linkUp) return undefined;
+  return { offset: r.offset, masterOffset: mr.offset };
+};
+
+/**
  * A server that started from an append-only file: Redis keeps the replication id only in an RDB
  * file, so it comes back at offset 1 of a fresh id, never connected since — an id no history
  * knows. Its data is its own disk's, a copy of this cluster's (a replica's, or a former master's,
@@ -143,6 +158,13 @@ export const planTopology = (
       const r = i.replication;
       const follows = r?.role === 'replica' && r.masterHost === m.ip && r.masterPort === REDIS_PORT;
       if (!follows) {
+        const ahead = aheadOf(i, m);
+        if (ahead) {
+          blocked.push(
+            `${i.pod} is ahead of master ${m.pod} in the same replication history (offset ${ahead.offset} > ${ahead.masterOffset}); it is not made to follow it, which would drop what only it holds: health decides`,
+          );
+          continue;
+        }
         if (!canFollow(i, m, history)) {
           blocked.push(
             `${i.pod} holds data of another replication history than master ${m.pod} (${i.keys} keys, history ${i.replication?.replid.slice(0, 8)}/${i.replication?.role === 'replica' ? i.replication.replid2.slice(0, 8) : ''} vs ${m.replication?.replid.slice(0, 8)}/${m.replication?.replid2?.slice(0, 8) ?? ''}); it is not made to follow it, which would wipe them`,
