@@ -9,6 +9,7 @@ import { unpackImage } from '../../infra/testbed/image-table/unpack.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
 import { loadExport, loadLockKey } from '../../shared/runtime/load-handler.ts';
 import { type BuiltImage, ensureImage, IMAGE_REPO } from './build.ts';
+import { imagePathOf } from './compile.ts';
 import { parseLock } from './deps.ts';
 import { selectImageFiles } from './inputs.ts';
 import { IMAGE_UID, nodeVersionOf } from './pins.ts';
@@ -76,7 +77,11 @@ describe('the image archive', () => {
   it('runs one function in the process as a numeric non-root user from /app; the function is the argument', () => {
     expect(cfg().user).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
     expect(cfg().workingDir).toBe('/app');
-    expect(cfg().entrypoint).toEqual(['node', '/app/shared/runtime/worker.ts']);
+    expect(cfg().entrypoint).toEqual([
+      'node',
+      '--no-experimental-strip-types',
+      '/app/shared/runtime/worker.js',
+    ]);
     expect(cfg().cmd).toEqual([]);
   });
 
@@ -97,12 +102,12 @@ describe('the image archive', () => {
     expect(r).toMatchObject({ code: 0, stdout: `v${nodeVersionOf(ROOT)}\n` });
   });
 
-  it('holds exactly the selected files of the checkout under /app, owned by root, and no test', () => {
+  it('holds exactly the selected files of the checkout under /app, the code as JavaScript, owned by root, and no test', () => {
     const app = join(rootfs, 'app');
     const files = filesUnder(app)
       .map((f) => relative(app, f))
       .filter((f) => !f.startsWith('node_modules/'));
-    expect(files.sort()).toEqual(selectImageFiles(ROOT));
+    expect(files.sort()).toEqual(selectImageFiles(ROOT).map(imagePathOf).sort());
     for (const f of filesUnder(app)) {
       const s = statSync(f);
       expect({ f, uid: s.uid, worldWritable: (s.mode & 0o002) !== 0 }).toEqual({
@@ -132,7 +137,7 @@ describe('the image archive', () => {
     }
   });
 
-  it('loads every function of its serverless.yml as its user on a read-only root, writing nothing', async () => {
+  it('loads every function of its serverless.yml as its user on a read-only root, writing nothing, with no TypeScript', async () => {
     const file = join(ROOT, 'serverless.yml');
     const config = await loadServerless(file);
     const expected: Record<string, { entry: string; lockKey: string }> = {};
@@ -143,14 +148,14 @@ describe('the image archive', () => {
       };
     const probe = `
       import { writeFileSync } from 'node:fs';
-      import { loadServerless } from '/app/shared/runtime/config.ts';
-      import { loadExport, loadLockKey } from '/app/shared/runtime/load-handler.ts';
+      import { loadServerless } from '/app/shared/runtime/config.js';
+      import { loadExport, loadLockKey } from '/app/shared/runtime/load-handler.js';
       const file = process.env.TIDEWAY_SERVERLESS;
       const functions = {};
       for (const [name, fn] of Object.entries((await loadServerless(file)).functions))
         functions[name] = { entry: typeof (await loadExport(file, fn.handler)), lockKey: typeof (await loadLockKey(file, fn.handler)) };
       // What the worker loads only for event functions.
-      await import('/app/shared/runtime/consumer.ts');
+      await import('/app/shared/runtime/consumer.js');
       const { KubeConfig } = await import('@kubernetes/client-node');
       const writes = ['/app/x', '/x', '/tmp/x'].map((p) => { try { writeFileSync(p, 'x'); return 'written'; } catch (e) { return e.code; } });
       // Schedules use time zones: Node's own ICU data, no tzdata package.
@@ -160,7 +165,8 @@ describe('the image archive', () => {
     const r = await runInImage({
       root: rootfs,
       config: cfg(),
-      argv: ['node', '--input-type=module', '-e', probe],
+      // As the entrypoint runs: Node's type stripper off, so a .ts module anywhere would fail here.
+      argv: ['node', '--no-experimental-strip-types', '--input-type=module', '-e', probe],
     });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({

@@ -3,9 +3,10 @@ import { copyFile, mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/pro
 import { join } from 'node:path';
 import { cacheDir } from '../../infra/testbed/paths.ts';
 import { baseKeyOf, ensureBase, resolveBasePins } from './base.ts';
+import { compileFiles } from './compile.ts';
 import { ensureProdDeps } from './deps.ts';
 import { type Log, run } from './exec.ts';
-import { IMAGE_FILES, IMAGE_TREES } from './inputs.ts';
+import { selectImageFiles } from './inputs.ts';
 import { imageParts, keyOf } from './key.ts';
 import { ensurePodman, type Podman, podmanCli } from './podman.ts';
 
@@ -32,14 +33,13 @@ export const archiveOf = (cache: string, key: string) => join(cache, `tideway-${
 
 /**
  * A build context laid out like the checkout: the Containerfile, .containerignore, the function
- * table, the code trees (tests are dropped by .containerignore) and production node_modules
- * (hard links into the cache where the file system allows).
+ * table, the code trees as JavaScript, no tests (compile.ts) and production node_modules (hard
+ * links into the cache where the file system allows).
  */
 export const stageContext = async (root: string, nodeModules: string, dir: string): Promise<void> => {
   await mkdir(dir, { recursive: true });
-  for (const f of ['Containerfile', '.containerignore', ...IMAGE_FILES])
-    await copyFile(join(root, f), join(dir, f));
-  for (const t of IMAGE_TREES) await run('cp', ['-a', join(root, t), join(dir, t)]);
+  for (const f of ['Containerfile', '.containerignore']) await copyFile(join(root, f), join(dir, f));
+  await compileFiles(root, selectImageFiles(root), dir);
   await run('cp', ['-al', nodeModules, join(dir, 'node_modules')]).catch(() =>
     run('cp', ['-a', nodeModules, join(dir, 'node_modules')]),
   );

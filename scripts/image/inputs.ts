@@ -3,8 +3,8 @@ import { join, relative, sep } from 'node:path';
 
 /**
  * What of the checkout goes into the image, in one place: the key, the generated
- * .containerignore and the archive check all read it. The functions' and runtime's code
- * (Node runs the TypeScript as it is), serverless.yml (the function table) and package.json
+ * .containerignore and the archive check all read it. The functions' and runtime's code (made
+ * JavaScript on the way in: compile.ts), serverless.yml (the function table) and package.json
  * ("type": "module"); node_modules comes from the lock, production packages only.
  */
 export const IMAGE_FILES = ['package.json', 'serverless.yml'] as const;

@@ -148,7 +148,8 @@ const restoreSteps = (c: Owner, member: string, r: RestoreFrom) => {
       {
         name: RESTORE_STEPS.fetch,
         image: r.tidewayImage,
-        command: ['node', '/app/shared/etcdcluster/restore/main.ts'],
+        // The image holds the code as JavaScript (docs/image.md).
+        command: ['node', '--no-experimental-strip-types', '/app/shared/etcdcluster/restore/main.js'],
         env: [
           { name: 'TIDEWAY_RESTORE_SOURCE', value: JSON.stringify(source) },
           { name: 'TIDEWAY_RESTORE_OUT', value: `${RESTORE_DIR}/snapshot.db` },

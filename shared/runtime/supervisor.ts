@@ -1,12 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backoffMs } from './backoff.ts';
 import { nodeArgsFor, type ServerlessConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 
-const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'worker.ts');
+// worker.ts beside this module in the checkout, worker.js in the image (its code is JavaScript).
+const HERE = fileURLToPath(import.meta.url);
+const WORKER = join(dirname(HERE), `worker${extname(HERE)}`);
 
 export type Supervisor = {
   /** Running processes by `function/replica`. */

@@ -1,6 +1,6 @@
 /**
  * The first member's restore step, an init container of Tideway's image:
- * `node /app/shared/etcdcluster/restore/main.ts`. It fetches the backup named in
+ * `node /app/shared/etcdcluster/restore/main.js` (the image holds it as JavaScript). It fetches the backup named in
  * TIDEWAY_RESTORE_SOURCE (a RestoreSource as JSON) into TIDEWAY_RESTORE_OUT, checked (./fetch.ts);
  * the next init container, etcd's own image, runs `etcdutl snapshot restore` on it. A failure is
  * written to the termination log as `<Reason>: <message>` (what etcd-reconcile shows on the
