@@ -9,7 +9,7 @@ import { startS3 } from '../infra/testbed/servers/s3.ts';
 import { loadServerless, nodeArgsFor } from '../shared/runtime/config.ts';
 import { s3Store } from '../shared/s3/store.ts';
 import { startServer, type TestServer } from '../test/backup/support/servers.ts';
-import { root } from './support.ts';
+import { IMAGE_NODE_FLAGS, imageCode, root } from './support.ts';
 
 const MiB = 1024 * 1024;
 const run = promisify(execFile);
@@ -78,7 +78,9 @@ export const benchBackup = async (o: {
     // The Node flags the backup function runs with (its memorySize in serverless.yml).
     const fn = (await loadServerless(join(root, 'serverless.yml'))).functions.backup;
     if (!fn) throw new Error('serverless.yml has no backup function');
-    const nodeArgs = nodeArgsFor(fn);
+    // The data path as the function's pod runs it: the image's JavaScript, no type stripper.
+    const [child] = await imageCode(join(dir, 'app'), ['bench/backup-child.ts']);
+    const nodeArgs = [...IMAGE_NODE_FLAGS, ...nodeArgsFor(fn)];
     say(`[backup bench] node ${nodeArgs.join(' ')}; ${rounds} rounds; load average ${load()} at the start`);
     const bucket = 'bench';
     const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
@@ -134,15 +136,7 @@ export const benchBackup = async (o: {
           const key = `bench-${randomBytes(4).toString('hex')}.rdb`;
           const t = await timed(
             process.execPath,
-            [
-              ...nodeArgs,
-              join(root, 'bench', 'backup-child.ts'),
-              '--port',
-              String(server.port),
-              '--key',
-              key,
-              ...v.args,
-            ],
+            [...nodeArgs, child as string, '--port', String(server.port), '--key', key, ...v.args],
             env,
           );
           const r = JSON.parse(t.stdout.trim().split('\n').at(-1) ?? '{}') as {

@@ -1,10 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { symlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { until } from '../infra/testbed/wait.ts';
+import { compileFiles, imagePathOf } from '../scripts/image/compile.ts';
+import { selectImageFiles } from '../scripts/image/inputs.ts';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_SERVERLESS = join(root, 'bench', 'fixtures', 'serverless.yml');
@@ -110,3 +113,18 @@ export const benchNamespaces = (core: CoreV1Api) => ({
     );
   },
 });
+
+/**
+ * The checkout's code as the image holds it (JavaScript, scripts/image/compile.ts) under `dir`,
+ * with `extra` modules (a bench's child) beside it and the checkout's node_modules linked in: a
+ * child started from there with `IMAGE_NODE_FLAGS` runs what a function's pod runs, without the
+ * TypeScript stripper's memory. Returns the compiled path of each of `extra`.
+ */
+export const imageCode = async (dir: string, extra: readonly string[]): Promise<string[]> => {
+  await compileFiles(root, [...selectImageFiles(root), ...extra], dir);
+  await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
+  return extra.map((f) => join(dir, imagePathOf(f)));
+};
+
+/** What the image's entrypoint adds to Node's flags (Containerfile). */
+export const IMAGE_NODE_FLAGS = ['--no-experimental-strip-types'];
