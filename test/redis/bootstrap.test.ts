@@ -130,4 +130,72 @@ describe('bootstrap.fromBackup', () => {
       }),
     ).rejects.toThrow();
   });
+  it('never Ready from a failed backup or a failed load: Failed, with the reason and what to do', async () => {
+    workers = await startRedisFunctions(b, ns, `boot-${ns}`, { replicas: { reconcile: 1, health: 1 } });
+    const backup = async (name: string) =>
+      b.custom.createNamespacedCustomObject({
+        ...TIDEWAY_KINDS.Backup,
+        namespace: ns,
+        body: {
+          apiVersion: 'tideway.dev/v1alpha1',
+          kind: 'Backup',
+          metadata: { name },
+          spec: { cluster: { name: 'origin' }, deletionPolicy: 'Retain' },
+        },
+      });
+    const readyWith = (name: string, reason: string) =>
+      until(
+        `${name}: Ready=False ${reason}`,
+        async () => {
+          const c = await ready(name);
+          return c?.reason === reason ? c : undefined;
+        },
+        60_000,
+        250,
+      );
+
+    // A Failed backup: the cluster says so and never loads it.
+    await backup('broken');
+    await setStatus('Backup', 'broken', {
+      phase: 'Failed',
+      error: { reason: 'SourceUnavailable', message: 'no source' },
+    });
+    await rdc.apply('from-broken', { replicas: 1, bootstrap: { fromBackup: { name: 'broken' } } });
+    const failed = await readyWith('from-broken', 'BackupFailed');
+    expect(failed.status).toBe('False');
+    expect(failed.message).toMatch(/Backup broken .*failed \(SourceUnavailable\).*name a Completed backup/);
+    expect((await rdc.get('from-broken')).status).toMatchObject({
+      phase: 'Failed',
+      bootstrap: { failed: true, reason: 'BackupFailed' },
+    });
+    await expect(
+      b.custom.getNamespacedCustomObject({
+        ...TIDEWAY_KINDS.Restore,
+        namespace: ns,
+        name: 'from-broken-bootstrap',
+      }),
+    ).rejects.toThrow();
+
+    // A Completed backup whose load failed: not Ready either, and the way to try again is named.
+    await backup('fine');
+    const at = new Date().toISOString();
+    await setStatus('Backup', 'fine', { phase: 'Completed', startedAt: at, completedAt: at });
+    await rdc.apply('from-fine', { replicas: 1, bootstrap: { fromBackup: { name: 'fine' } } });
+    await readyWith('from-fine', 'Restoring');
+    await setStatus('Restore', 'from-fine-bootstrap', {
+      phase: 'Failed',
+      error: { reason: 'LoadFailed', message: 'the server refused the RDB' },
+    });
+    const loadFailed = await readyWith('from-fine', 'RestoreFailed');
+    expect(loadFailed.message).toMatch(
+      /ended Failed \(LoadFailed: the server refused the RDB\).*delete the Restore/,
+    );
+    expect((await rdc.get('from-fine')).status).toMatchObject({
+      phase: 'Failed',
+      bootstrap: { failed: true },
+    });
+    // And it stays so: not Ready a while later.
+    await sleep(3000);
+    expect((await ready('from-fine'))?.reason).toBe('RestoreFailed');
+  });
 });
