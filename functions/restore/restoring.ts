@@ -109,6 +109,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
       }),
       timeoutMs: LOAD_TIMEOUT_MS,
       signal: run.ctx.signal,
+      fence: run.ctx.fence,
       onProgress: progress.onProgress,
     });
     failpoint(`restore.after-${of}`);

@@ -47,6 +47,13 @@ export const loadRdb = async (o: {
   onProgress?: (bytes: number) => void;
   signal?: AbortSignal;
   /**
+   * Throws unless the caller still holds its lock (HandlerContext.fence): called right before each
+   * command that changes the target's role. A run that stalled past its lease sends none of them,
+   * not even the `REPLICAOF NO ONE` that puts back a master after a failed load — another holder
+   * may have decided otherwise meanwhile.
+   */
+  fence?: () => void;
+  /**
    * The feed's replication id, chosen by the caller so that it can record it before the target
    * sees it: the loaded data carries it (master_replid, then master_replid2 once promoted).
    */
@@ -66,6 +73,7 @@ export const loadRdb = async (o: {
   try {
     await control.command('CONFIG', 'SET', 'repl-diskless-load', o.mode === 'memory' ? 'swapdb' : 'disabled');
     await control.command('CONFIG', 'SET', 'masterauth', o.target.password);
+    o.fence?.();
     await control.command('REPLICAOF', feed.host, String(feed.port));
     const aborted = new Promise<never>((_, reject) =>
       o.signal?.addEventListener(
@@ -81,6 +89,7 @@ export const loadRdb = async (o: {
     for (;;) {
       const link = await linkOf(control);
       if (link.up && !link.syncing && !link.loading && link.replid === feed.replid) {
+        o.fence?.();
         await control.command('REPLICAOF', 'NO', 'ONE');
         return { bytes, keys: link.keys, replid: feed.replid };
       }
@@ -90,8 +99,17 @@ export const loadRdb = async (o: {
       await sleep(100);
     }
   } catch (error) {
-    // Not loaded: it keeps the data it had. A master again, for Tideway to fence and judge as usual.
-    await control.command('REPLICAOF', 'NO', 'ONE').catch(() => undefined);
+    // Not loaded: it keeps the data it had. A master again, for Tideway to fence and judge as
+    // usual — unless the lease is gone (then the next holder judges it as it is).
+    const mayAct = (() => {
+      try {
+        o.fence?.();
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+    if (mayAct) await control.command('REPLICAOF', 'NO', 'ONE').catch(() => undefined);
     throw error;
   } finally {
     control.close();

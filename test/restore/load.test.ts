@@ -102,6 +102,42 @@ describe('loading an RDB into a running server through the replication protocol'
     },
   );
 
+  it('changes no role once the lease is lost: not before the transfer, not after it, not to put a master back', async () => {
+    const lost = new Error('lock lost');
+    // The fence throws from its n-th call on: n = 1 before REPLICAOF <feed>, n = 2 before the
+    // REPLICAOF NO ONE that ends a load (the catch path asks once more).
+    const run = async (n: number) => {
+      const target = await start({ password: 'pw' });
+      const t = await target.client();
+      await fillRandom(t, 4, 'mine');
+      const before = await contentOf(t);
+      let calls = 0;
+      await expect(
+        loadRdb({
+          target: { host: target.host, port: target.port, password: 'pw' },
+          feedHost: '127.0.0.1',
+          targetPeer: '127.0.0.1',
+          open: snapshotOf(source),
+          timeoutMs: 30_000,
+          fence: () => {
+            if (++calls >= n) throw lost;
+          },
+        }),
+      ).rejects.toBe(lost);
+      return { t, before, role: String(await t.call('ROLE')) };
+    };
+    // Lost before anything: the target is untouched, a master with its own data.
+    const first = await run(1);
+    expect(first.role.startsWith('master')).toBe(true);
+    expectSameContent(await contentOf(first.t), first.before);
+    first.t.close();
+    // Lost after the transfer: the target holds the RDB's data and is left a replica of the (now
+    // closed) feed, for the next holder to judge — never made a master by a run without the lock.
+    const second = await run(2);
+    expect(second.role.startsWith('slave')).toBe(true);
+    second.t.close();
+  });
+
   it('gives the data to no one but the target, and only with its password', async () => {
     let opened = 0;
     const open = async () => {
