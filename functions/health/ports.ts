@@ -3,7 +3,12 @@ import type { RedisCluster } from '../../shared/api/generated.ts';
 import type { ConditionInput } from '../../shared/kube/conditions.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
 import type { Auth } from '../../shared/rediscluster/auth.ts';
-import { type FailoverDecision, type FailoverResult, failOver } from '../../shared/rediscluster/failover.ts';
+import {
+  type FailoverDecision,
+  type FailoverResult,
+  failOver,
+  failoverPorts,
+} from '../../shared/rediscluster/failover.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
 import { type Instance, probeInstances } from '../../shared/rediscluster/probe.ts';
@@ -52,7 +57,7 @@ export const realPorts = (ctx: HandlerContext): HealthPorts => ({
   failOver: (o) =>
     failOver({
       ...o,
-      kube: ctx.kube,
+      ports: failoverPorts(ctx.kube),
       log: ctx.log,
       recorder: handlerRecorder(ctx, 'health'),
       publisher: ctx.publisher,

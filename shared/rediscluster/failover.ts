@@ -14,7 +14,7 @@ import { LockLostError, TemporaryError } from '../runtime/handler.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { labelPod } from './kube.ts';
 import type { LoadedCluster } from './load.ts';
-import { REDIS_PORT } from './names.ts';
+import { REDIS_PORT, type Role } from './names.ts';
 import { type Instance, onInstance } from './probe.ts';
 import { changedSince, identityOf, recordHistory } from './promotion.ts';
 
@@ -31,6 +31,19 @@ const apiMessage = (error: unknown) => {
 };
 
 const identify = async (r: RedisClient) => identityOf(parseInfo(String(await r.command('INFO'))));
+
+/** What a failover changes besides the record (pod labels, the servers' roles): a test fakes it. */
+export type FailoverPorts = {
+  /** Sets, or with null removes, one pod's role label. */
+  labelPod: (namespace: string, pod: string, role: Role | null) => Promise<void>;
+  /** Runs fn on one connection to the server at ip, closed after. */
+  onInstance: <T>(ip: string, password: string, fn: (r: RedisClient) => Promise<T>) => Promise<T>;
+};
+
+export const failoverPorts = (kube: KubeConfig): FailoverPorts => ({
+  labelPod: (namespace, pod, role) => labelPod(kube, namespace, pod, role),
+  onInstance,
+});
 
 export type FailoverResult =
   | { done: true; at: string }
@@ -52,7 +65,7 @@ export type FailoverResult =
  * here and, with min-replicas-to-write, stops accepting writes min-replicas-max-lag seconds later.
  */
 export const failOver = async (o: {
-  kube: KubeConfig;
+  ports: FailoverPorts;
   cluster: LoadedCluster;
   instances: readonly Instance[];
   password: string;
@@ -81,7 +94,7 @@ export const failOver = async (o: {
 
   // The server process the judgement was about (the probe's run_id): a restart of the target
   // since the probe, or from here on, shows as another run_id.
-  const seen = await onInstance(ip, o.password, identify);
+  const seen = await o.ports.onInstance(ip, o.password, identify);
   const early = changedSince(judged, seen, target.runId);
   if (early) throw changed(early);
 
@@ -95,7 +108,7 @@ export const failOver = async (o: {
   for (const pod of new Set([d.from, ...labelled])) {
     o.fence();
     try {
-      await labelPod(o.kube, namespace, pod, null);
+      await o.ports.labelPod(namespace, pod, null);
     } catch (error) {
       if (isNotFound(error)) continue;
       if (error instanceof LockLostError) throw error;
@@ -158,7 +171,7 @@ export const failOver = async (o: {
   let sent = false;
   let promoted: Replication;
   try {
-    const outcome = await onInstance(
+    const outcome = await o.ports.onInstance(
       ip,
       o.password,
       async (r): Promise<{ why: string } | { promoted: Replication }> => {
@@ -185,7 +198,7 @@ export const failOver = async (o: {
       return s.master !== d.to ? undefined : { ...s, replication: recordHistory(s.replication, promoted) };
     });
   o.fence();
-  await labelPod(o.kube, namespace, d.to, 'master');
+  await o.ports.labelPod(namespace, d.to, 'master');
   // The other replicas follow the new master (partial resync: same replication history). One that
   // does not answer now is put in its place by reconcile when it does. A replica that holds more
   // than the new master is left alone: following it would wipe data.
@@ -197,9 +210,13 @@ export const failOver = async (o: {
       .map(async (i) => {
         try {
           o.fence();
-          await onInstance(i.ip as string, o.password, (r) => r.command('REPLICAOF', ip, String(REDIS_PORT)));
+          await o.ports.onInstance(i.ip as string, o.password, (r) => {
+            // Again once connected: a run that stalled while connecting must not send it.
+            o.fence();
+            return r.command('REPLICAOF', ip, String(REDIS_PORT));
+          });
           o.fence();
-          await labelPod(o.kube, namespace, i.pod, 'replica');
+          await o.ports.labelPod(namespace, i.pod, 'replica');
         } catch (error) {
           o.log.warn('replica not repointed; reconcile will', { pod: i.pod, error });
         }
