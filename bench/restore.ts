@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import type { Resolved } from '../functions/restore/source.ts';
+import { openSource, verifySource } from '../functions/restore/verify.ts';
+import { startS3 } from '../infra/testbed/servers/s3.ts';
+import { storeSnapshot } from '../shared/backup/pipeline.ts';
+import { openSnapshot } from '../shared/redis/snapshot.ts';
 import { loadRdb } from '../shared/restore/load.ts';
+import { partSizes } from '../shared/s3/part-size.ts';
+import { s3Store } from '../shared/s3/store.ts';
 import { startServer, type TestServer } from '../test/backup/support/servers.ts';
 
 const MB = 1024 * 1024;
@@ -78,8 +87,88 @@ export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
           `RSS of the benchmark process ${(before / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most while it streams`,
       );
     }
+    lines.push(await fullPath({ source, start, keys: o.keys, nativeMs }));
     return lines;
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
+  }
+};
+
+/**
+ * The restore function's whole data path for the same data: the backup as the backup function
+ * stores it (zstd, in an S3 server of its own), read once to verify (SHA-256, decompression, size)
+ * and once more into a running master (disk mode, the product's). Only the Kubernetes
+ * bookkeeping and the optional safety backup are left out.
+ */
+const fullPath = async (o: {
+  source: TestServer;
+  start: (args: Parameters<typeof startServer>[0]) => Promise<TestServer>;
+  keys: number;
+  nativeMs: number;
+}) => {
+  const dir = await mkdtemp(join(tmpdir(), 'twbed-bench-restore-'));
+  const s3 = await startS3({ dir, testbedId: 'bench-restore', host: '127.0.0.1' });
+  try {
+    const bucket = 'bench';
+    const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
+    await new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials }).send(
+      new CreateBucketCommand({ Bucket: bucket }),
+    );
+    const store = s3Store({
+      bucket,
+      region: s3.region,
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials,
+      credentialsName: 'bench',
+    });
+    const snap = await openSnapshot({ host: o.source.host, port: o.source.port });
+    const key = 'bench.rdb.zst';
+    const stored = await storeSnapshot({
+      rdb: snap.rdb,
+      store,
+      key,
+      compression: 'zstd',
+      partSize: partSizes(snap.header.size),
+    });
+    const resolved: Resolved = {
+      source: {
+        describe: 'bench',
+        key,
+        sha256: stored.sha256,
+        size: stored.size,
+        rdbSize: stored.rdbSize,
+        compression: 'zstd',
+        redis: { product: 'redis', version: '7.0' },
+      },
+      store: { store, prefix: '', compression: 'zstd' },
+    };
+    const target = await o.start({ password: 'bench' });
+    const started = performance.now();
+    const { result, peak, before } = await peakRss(async () => {
+      await verifySource(resolved, {});
+      const verifiedMs = performance.now() - started;
+      const loaded = await loadRdb({
+        target: { host: target.host, port: target.port, password: 'bench' },
+        feedHost: '127.0.0.1',
+        targetPeer: '127.0.0.1',
+        mode: 'disk',
+        open: async () => ({ rdb: await openSource(resolved), size: stored.rdbSize }),
+      });
+      return { verifiedMs, keys: loaded.keys };
+    });
+    const totalMs = performance.now() - started;
+    if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
+    const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+    return (
+      `restore from S3 as the restore function does it (zstd, ${(stored.size / MB).toFixed(0)} MiB stored): ` +
+      `${sec(totalMs)} (verify ${sec(result.verifiedMs)}, load ${sec(totalMs - result.verifiedMs)}; ` +
+      `${Math.round(o.keys / (totalMs / 1000))} keys/s), native load ${sec(o.nativeMs)}; ` +
+      `ratio native/restore ${(o.nativeMs / totalMs).toFixed(2)}x, load alone ${(o.nativeMs / (totalMs - result.verifiedMs)).toFixed(2)}x; ` +
+      `RSS of the benchmark process ${(before / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most`
+    );
+  } finally {
+    await s3.server.stop();
+    await rm(dir, { recursive: true, force: true });
   }
 };
