@@ -88,3 +88,38 @@ describe('configuration by content', () => {
     expect(JSON.stringify(configMapFor(rc({})))).not.toContain('pw');
   });
 });
+
+describe('replication defaults in the configuration the pods read', () => {
+  const confOf = (spec: RedisCluster['spec']) => {
+    const rc = {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'RedisCluster',
+      metadata: { name: 'c', namespace: 'ns', uid: 'u' },
+      spec,
+    } as RedisCluster;
+    const { key } = renderedConfig(rc);
+    return configMapFor(rc).data?.[key] ?? '';
+  };
+
+  it('bounds split brain when there are replicas: a master with no replica in touch for 10 s refuses writes', () => {
+    for (const spec of [{ replicas: 3 }, {}]) {
+      const conf = confOf(spec);
+      expect(conf).toMatch(/^min-replicas-to-write 1$/m);
+      expect(conf).toMatch(/^min-replicas-max-lag 10$/m);
+    }
+  });
+
+  it('leaves a single instance writable: no min-replicas-to-write without replicas', () => {
+    const conf = confOf({ replicas: 1 });
+    expect(conf).not.toMatch(/min-replicas|min-slaves/);
+  });
+
+  it("lets spec.config win, under either name, and writes the user's value only", () => {
+    const conf = confOf({
+      replicas: 3,
+      config: { 'min-replicas-to-write': '0', 'min-slaves-max-lag': '30' },
+    });
+    expect(conf.match(/^min-(replicas|slaves)-to-write .*$/gm)).toEqual(['min-replicas-to-write 0']);
+    expect(conf.match(/^min-(replicas|slaves)-max-lag .*$/gm)).toEqual(['min-slaves-max-lag 30']);
+  });
+});
