@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
-import { loadRdb } from '../../shared/restore/load.ts';
+import { loadModeFor, loadRdb } from '../../shared/restore/load.ts';
 import { failpoint } from '../../shared/runtime/failpoints.ts';
 import { LockLostError, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { markRestoring } from './cluster-status.ts';
@@ -50,6 +50,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
   const resolved: Resolved = await resolveSource(run.ctx.kube, restore, ref);
   const target = await servingMaster(run);
   const before = await beforeLoad(target);
+  const mode = loadModeFor(before.keys);
   const state = run.loaded.state;
   const attempt = (of === 'restore' ? state.loads : state.rollbacks) + 1;
   const load: Load = {
@@ -81,7 +82,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
     {
       type: of === 'restore' ? 'Normal' : 'Warning',
       reason: of === 'restore' ? 'Loading' : 'RollingBack',
-      note: `${what}, ${resolved.source.rdbSize} bytes (load ${attempt} of ${run.maxLoads})`,
+      note: `${what}, ${resolved.source.rdbSize} bytes (load ${attempt} of ${run.maxLoads}; ${mode === 'memory' ? 'parsed from the socket: the master holds no keys' : 'received to disk first'})`,
     },
     { cluster: true },
   );
@@ -108,6 +109,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
         size: resolved.source.rdbSize,
       }),
       timeoutMs: LOAD_TIMEOUT_MS,
+      mode,
       signal: run.ctx.signal,
       fence: run.ctx.fence,
       onProgress: progress.onProgress,

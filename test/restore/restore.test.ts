@@ -12,7 +12,14 @@ import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { EVENTS_RECORDED, eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import {
+  EVENTS_RECORDED,
+  eventNotes,
+  eventReasons,
+  redisClusters,
+  refusals,
+  startFunction,
+} from '../support/redis.ts';
 import { newSecret, startWebhook } from '../webhook/support.ts';
 import {
   clusterData,
@@ -210,6 +217,15 @@ describe('restore', () => {
       keys: b1Content.values.size,
       safetyBackup: 'r1-safety',
     });
+
+    // The way back works: the safety backup, restored by name, brings the data from before r1.
+    await rs.create('r1-back', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'r1-safety' } },
+      safetyBackup: false,
+    });
+    expect((await rs.ended('r1-back', 'Completed')).status?.source).toBe('backup r1-safety');
+    await expectCluster(source as Content);
   });
 
   it('refuses a backup object changed in the store: Failed at Verifying, nothing touched, no safety backup', async () => {
@@ -236,7 +252,8 @@ describe('restore', () => {
     // Untouched: the same content, and the master never replicated from anything.
     expectSameContent(await data.contentOfPod(master), before);
     expect((await data.replicationOf(master)).master_replid).toBe(replid);
-    expect(conditionOf(await rdc.get('cache'), 'Restoring')?.message).toMatch(/^Restore r1 /);
+    // The condition still tells of the last restore that ran (r1-back, the first test's last).
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')?.message).toMatch(/^Restore r1-back /);
     const ce = await lastOutcome(b, 'dev.tideway.restore.failed', {
       kind: 'Restore',
       namespace: ns,
@@ -345,8 +362,15 @@ describe('restore', () => {
     expect(clone.status?.bootstrap).toMatchObject({ restore: 'clone-bootstrap', reason: 'Restored' });
     const r = await rs.get('clone-bootstrap');
     expect(r.status).toMatchObject({ phase: 'Completed', source: 'backup b1', keys: b1Content.values.size });
-    // A new cluster has nothing to keep: no safety backup.
+    // A new cluster has nothing to keep: no safety backup, and its empty master parses the RDB
+    // from the socket (an in-place restore receives it to disk first: r1 below).
     expect(r.status?.safetyBackup).toBeUndefined();
+    const loading = async (name: string) =>
+      (await eventNotes(b, ns, name)).filter((n) => n.startsWith('Loading:')).join('\n');
+    await expect
+      .poll(() => loading('clone-bootstrap'), EVENTS_RECORDED)
+      .toContain('parsed from the socket: the master holds no keys');
+    expect(await loading('r1')).toContain('received to disk first');
     const cloneData = clusterData(b, () => ns, 'clone');
     for (const pod of await cloneData.pods()) {
       try {
@@ -370,14 +394,6 @@ describe('restore', () => {
       await change('before-webhook');
       const path = `/v1/namespaces/${ns}/redisclusters/cache/restore`;
       const body = JSON.stringify({ latest: true });
-      const first = await hook.signed('POST', path, whsec, { body, id: 'msg_chain_restore' });
-      expect(first.status, first.text).toBe(202);
-      const name = (first.json as { restore: { name: string } }).restore.name;
-      const done = await rs.ended(name, 'Completed');
-      expect(done.status?.source).toBe('backup hook-source (latest)');
-      expect(done.metadata.annotations ?? {}).toHaveProperty(['tideway.dev/webhook-id']);
-      await expectCluster(expected);
-
       const count = async () =>
         (
           (await b.custom.listNamespacedCustomObject({
@@ -387,6 +403,22 @@ describe('restore', () => {
             namespace: ns,
           })) as { items: unknown[] }
         ).items.length;
+      const initial = await count();
+      const first = await hook.signed('POST', path, whsec, { body, id: 'msg_chain_restore' });
+      expect(first.status, first.text).toBe(202);
+      const name = (first.json as { restore: { name: string } }).restore.name;
+      // While it runs (a safety backup alone takes seconds), a second restore is refused, and
+      // nothing is created.
+      const second = await hook.signed('POST', path, whsec, { body, id: 'msg_chain_restore_2' });
+      expect(second.status, second.text).toBe(409);
+      expect(second.json).toMatchObject({ error: { code: 'RestoreInProgress' } });
+      expect((second.json as { error: { message: string } }).error.message).toContain(`${name} (`);
+      expect(await count()).toBe(initial + 1);
+      const done = await rs.ended(name, 'Completed');
+      expect(done.status?.source).toBe('backup hook-source (latest)');
+      expect(done.metadata.annotations ?? {}).toHaveProperty(['tideway.dev/webhook-id']);
+      await expectCluster(expected);
+
       const before = await count();
       const again = await hook.signed('POST', path, whsec, { body, id: 'msg_chain_restore' });
       expect(again.status, again.text).toBeLessThan(300);
