@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { findLeftovers } from '../../infra/testbed/inspect.ts';
 import { until } from '../../infra/testbed/wait.ts';
+import { signedHeaders } from '../webhook/support.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const envFile = join(root, '.tideway', 'local', 'env');
@@ -74,6 +75,22 @@ const expectWebhook = async (sh: (cmd: string) => string) => {
     body: '{}',
   });
   expect(unsigned.status).toBe(401);
+  // The secret written for the user signs requests the webhook takes, and is the Secret's.
+  const secret = sh('printf %s "$TIDEWAY_WEBHOOK_SECRET"');
+  expect(sh('kubectl -n default get secret tideway-webhook -o jsonpath={.data.secret} | base64 -d')).toBe(
+    secret,
+  );
+  const body = '{}';
+  const signed = await fetch(`${hookUrl}/v1/namespaces/default/redisclusters/x/backup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signedHeaders(secret, body) },
+    body,
+  });
+  // Past the signature: the cluster is what is missing.
+  expect({ status: signed.status, body: await signed.json() }).toMatchObject({
+    status: 404,
+    body: { error: { code: 'ClusterNotFound' } },
+  });
 };
 
 // Runs after the e2e suite (a separate vitest invocation, see scripts/test.ts), so its first
