@@ -4,12 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { startS3 } from '../infra/testbed/servers/s3.ts';
 import { loadServerless, nodeArgsFor } from '../shared/runtime/config.ts';
-import { s3Store } from '../shared/s3/store.ts';
 import { startServer, type TestServer } from '../test/backup/support/servers.ts';
-import { IMAGE_NODE_FLAGS, imageCode, root } from './support.ts';
+import { benchBucket, IMAGE_NODE_FLAGS, imageCode, root } from './support.ts';
 
 const MiB = 1024 * 1024;
 const run = promisify(execFile);
@@ -82,19 +80,7 @@ export const benchBackup = async (o: {
     const [child] = await imageCode(join(dir, 'app'), ['bench/backup-child.ts']);
     const nodeArgs = [...IMAGE_NODE_FLAGS, ...nodeArgsFor(fn)];
     say(`[backup bench] node ${nodeArgs.join(' ')}; ${rounds} rounds; load average ${load()} at the start`);
-    const bucket = 'bench';
-    const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
-    await new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials }).send(
-      new CreateBucketCommand({ Bucket: bucket }),
-    );
-    const store = s3Store({
-      bucket,
-      region: s3.region,
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      credentials,
-      credentialsName: 'bench',
-    });
+    const { bucket, store } = await benchBucket(s3);
     const env = {
       BENCH_S3_BUCKET: bucket,
       BENCH_S3_ENDPOINT: s3.endpoint,

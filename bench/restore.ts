@@ -3,7 +3,6 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Resolved } from '../functions/restore/source.ts';
 import { openSource, verifySource } from '../functions/restore/verify.ts';
 import { startS3 } from '../infra/testbed/servers/s3.ts';
@@ -11,8 +10,8 @@ import { storeSnapshot } from '../shared/backup/pipeline.ts';
 import { openSnapshot } from '../shared/redis/snapshot.ts';
 import { loadRdb } from '../shared/restore/load.ts';
 import { partSizes } from '../shared/s3/part-size.ts';
-import { s3Store } from '../shared/s3/store.ts';
 import { startServer, type TestServer } from '../test/backup/support/servers.ts';
+import { benchBucket } from './support.ts';
 
 const MB = 1024 * 1024;
 
@@ -109,19 +108,7 @@ const fullPath = async (o: {
   const dir = await mkdtemp(join(tmpdir(), 'twbed-bench-restore-'));
   const s3 = await startS3({ dir, testbedId: 'bench-restore', host: '127.0.0.1' });
   try {
-    const bucket = 'bench';
-    const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
-    await new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials }).send(
-      new CreateBucketCommand({ Bucket: bucket }),
-    );
-    const store = s3Store({
-      bucket,
-      region: s3.region,
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      credentials,
-      credentialsName: 'bench',
-    });
+    const { store } = await benchBucket(s3);
     const snap = await openSnapshot({ host: o.source.host, port: o.source.port });
     const key = 'bench.rdb.zst';
     const stored = await storeSnapshot({

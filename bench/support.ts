@@ -4,10 +4,13 @@ import { readFileSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { CoreV1Api } from '@kubernetes/client-node';
+import type { S3Server } from '../infra/testbed/servers/s3.ts';
 import { until } from '../infra/testbed/wait.ts';
 import { compileFiles, imagePathOf } from '../scripts/image/compile.ts';
 import { selectImageFiles } from '../scripts/image/inputs.ts';
+import { s3Store } from '../shared/s3/store.ts';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_SERVERLESS = join(root, 'bench', 'fixtures', 'serverless.yml');
@@ -128,3 +131,21 @@ export const imageCode = async (dir: string, extra: readonly string[]): Promise<
 
 /** What the image's entrypoint adds to Node's flags (Containerfile). */
 export const IMAGE_NODE_FLAGS = ['--no-experimental-strip-types'];
+
+/** A bucket `bench` in a bench's own S3 server, and the product's store on it. */
+export const benchBucket = async (s3: S3Server) => {
+  const bucket = 'bench';
+  const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
+  await new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials }).send(
+    new CreateBucketCommand({ Bucket: bucket }),
+  );
+  const store = s3Store({
+    bucket,
+    region: s3.region,
+    endpoint: s3.endpoint,
+    forcePathStyle: true,
+    credentials,
+    credentialsName: 'bench',
+  });
+  return { bucket, store };
+};

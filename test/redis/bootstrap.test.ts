@@ -27,6 +27,19 @@ describe('bootstrap.fromBackup', () => {
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
 
+  /** A Backup of another cluster (cloning is what bootstrap is for); the test plays its status. */
+  const createBackup = (name: string) =>
+    b.custom.createNamespacedCustomObject({
+      ...TIDEWAY_KINDS.Backup,
+      namespace: ns,
+      body: {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'Backup',
+        metadata: { name },
+        spec: { cluster: { name: 'origin' }, deletionPolicy: 'Retain' },
+      },
+    });
+
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'bootstrap');
@@ -61,16 +74,7 @@ describe('bootstrap.fromBackup', () => {
     expect((await rdc.get('clone')).status?.phase).toBe('Creating');
 
     // The backup appears (of another cluster: cloning is what bootstrap is for) and completes.
-    await b.custom.createNamespacedCustomObject({
-      ...TIDEWAY_KINDS.Backup,
-      namespace: ns,
-      body: {
-        apiVersion: 'tideway.dev/v1alpha1',
-        kind: 'Backup',
-        metadata: { name: 'golden' },
-        spec: { cluster: { name: 'origin' }, deletionPolicy: 'Retain' },
-      },
-    });
+    await createBackup('golden');
     const at = new Date().toISOString();
     await setStatus('Backup', 'golden', { phase: 'Completed', startedAt: at, completedAt: at });
     const restore = await until(
@@ -132,17 +136,6 @@ describe('bootstrap.fromBackup', () => {
   });
   it('never Ready from a failed backup or a failed load: Failed, with the reason and what to do', async () => {
     workers = await startRedisFunctions(b, ns, `boot-${ns}`, { replicas: { reconcile: 1, health: 1 } });
-    const backup = async (name: string) =>
-      b.custom.createNamespacedCustomObject({
-        ...TIDEWAY_KINDS.Backup,
-        namespace: ns,
-        body: {
-          apiVersion: 'tideway.dev/v1alpha1',
-          kind: 'Backup',
-          metadata: { name },
-          spec: { cluster: { name: 'origin' }, deletionPolicy: 'Retain' },
-        },
-      });
     const readyWith = (name: string, reason: string) =>
       until(
         `${name}: Ready=False ${reason}`,
@@ -155,7 +148,7 @@ describe('bootstrap.fromBackup', () => {
       );
 
     // A Failed backup: the cluster says so and never loads it.
-    await backup('broken');
+    await createBackup('broken');
     await setStatus('Backup', 'broken', {
       phase: 'Failed',
       error: { reason: 'SourceUnavailable', message: 'no source' },
@@ -177,7 +170,7 @@ describe('bootstrap.fromBackup', () => {
     ).rejects.toThrow();
 
     // A Completed backup whose load failed: not Ready either, and the way to try again is named.
-    await backup('fine');
+    await createBackup('fine');
     const at = new Date().toISOString();
     await setStatus('Backup', 'fine', { phase: 'Completed', startedAt: at, completedAt: at });
     await rdc.apply('from-fine', { replicas: 1, bootstrap: { fromBackup: { name: 'fine' } } });
