@@ -1,4 +1,4 @@
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseReplication } from '../../shared/redis/info.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
@@ -372,6 +372,111 @@ describe('redis safety', () => {
     expect(svcLast.metadata?.uid).toBe(svcBefore.metadata?.uid);
     expect(stsLast.metadata?.uid).toBe(stsBefore.metadata?.uid);
     expect(stsLast.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it('refuses a name taken by a foreign ConfigMap or PodDisruptionBudget, changes nothing, and leaves it when deleted', async () => {
+    workers = await startRedisFunctions(b, ns, 'safety-foreign-cm', {
+      replicas: { reconcile: 1, health: 1 },
+    });
+    const policy = b.kc.makeApiClient(PolicyV1Api);
+    // The ConfigMap's name is fixed (<cluster>-config; only its keys are named by content), the
+    // PDB's is the cluster's own.
+    await b.core.createNamespacedConfigMap({
+      namespace: ns,
+      body: {
+        metadata: { name: 'cm-clash-config', labels: { team: 'payments' } },
+        data: { 'app.conf': 'x=1' },
+      },
+    });
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: ns,
+      body: {
+        metadata: { name: 'pdb-clash' },
+        spec: { minAvailable: 2, selector: { matchLabels: { app: 'payments' } } },
+      },
+    });
+    // The disruption controller writes the PDB's status once: only then is its resourceVersion
+    // one that nobody but Tideway could move.
+    const pdbBefore = await until(
+      'the foreign PDB observed by its controller',
+      async () => {
+        const p = await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'pdb-clash' });
+        return p.status?.observedGeneration === p.metadata?.generation ? p : undefined;
+      },
+      30_000,
+      250,
+    );
+    const cmBefore = await b.core.readNamespacedConfigMap({ namespace: ns, name: 'cm-clash-config' });
+
+    for (const [name, kind, taken] of [
+      ['cm-clash', 'ConfigMap', 'cm-clash-config'],
+      ['pdb-clash', 'PodDisruptionBudget', 'pdb-clash'],
+    ] as const) {
+      await rdc.apply(name, { version: '7.0', replicas: 1 });
+      const c = await until(
+        `${name}: Reconciled=False OwnershipConflict`,
+        async () => {
+          const r = await condition(name, 'Reconciled');
+          return r?.reason === 'OwnershipConflict' ? r : undefined;
+        },
+        30_000,
+        250,
+      );
+      expect(c.status).toBe('False');
+      expect(c.message).toContain(`${kind} ${taken} already exists and is not managed by this cluster`);
+    }
+    // Nothing of the foreign objects changed, and no pod started for either cluster.
+    const cmAfter = await b.core.readNamespacedConfigMap({ namespace: ns, name: 'cm-clash-config' });
+    const pdbAfter = await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'pdb-clash' });
+    expect(cmAfter.metadata?.resourceVersion).toBe(cmBefore.metadata?.resourceVersion);
+    expect(pdbAfter.metadata?.resourceVersion).toBe(pdbBefore.metadata?.resourceVersion);
+    expect(cmAfter.data).toEqual({ 'app.conf': 'x=1' });
+    expect(pdbAfter.spec).toEqual(pdbBefore.spec);
+    for (const name of ['cm-clash', 'pdb-clash']) expect(await rdc.pods(name)).toEqual([]);
+
+    for (const name of ['cm-clash', 'pdb-clash'])
+      await b.custom.deleteNamespacedCustomObject({
+        group: 'tideway.dev',
+        version: 'v1alpha1',
+        plural: 'redisclusters',
+        namespace: ns,
+        name,
+      });
+    await until(
+      'both clusters gone',
+      async () => {
+        const list = (await b.custom.listNamespacedCustomObject({
+          group: 'tideway.dev',
+          version: 'v1alpha1',
+          plural: 'redisclusters',
+          namespace: ns,
+        })) as { items: { metadata: { name: string } }[] };
+        return list.items.some((i) => ['cm-clash', 'pdb-clash'].includes(i.metadata.name)) ? undefined : true;
+      },
+      60_000,
+      250,
+    );
+    // What the clusters did own (the generated password Secrets) the garbage collector removes:
+    // once it has, it has passed over the foreign objects too.
+    await until(
+      "the clusters' own Secrets collected",
+      async () => {
+        const names = (await b.core.listNamespacedSecret({ namespace: ns })).items.map(
+          (x) => x.metadata?.name,
+        );
+        return names.includes('cm-clash-auth') || names.includes('pdb-clash-auth') ? undefined : true;
+      },
+      60_000,
+      250,
+    );
+    const cmLast = await b.core.readNamespacedConfigMap({ namespace: ns, name: 'cm-clash-config' });
+    const pdbLast = await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'pdb-clash' });
+    expect(cmLast.metadata?.uid).toBe(cmBefore.metadata?.uid);
+    expect(pdbLast.metadata?.uid).toBe(pdbBefore.metadata?.uid);
+    expect(cmLast.metadata?.resourceVersion).toBe(cmBefore.metadata?.resourceVersion);
+    expect(pdbLast.metadata?.resourceVersion).toBe(pdbBefore.metadata?.resourceVersion);
+    expect(cmLast.metadata?.deletionTimestamp).toBeUndefined();
+    expect(pdbLast.metadata?.deletionTimestamp).toBeUndefined();
   });
 
   it("reports a foreign pod that carries the cluster's labels, and neither uses nor touches it", async () => {
