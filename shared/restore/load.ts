@@ -23,6 +23,13 @@ const linkOf = async (c: RedisClient) => {
 };
 
 /**
+ * The mode for a target holding `keys` keys before the load: an empty server (a new cluster's
+ * master, bootstrap.fromBackup) has nothing to hold twice, so it parses from the socket at about
+ * native speed; one with data receives to disk first, so that its memory never holds both.
+ */
+export const loadModeFor = (keys: number): 'disk' | 'memory' => (keys === 0 ? 'memory' : 'disk');
+
+/**
  * Replaces the data set of one running Redis server with an RDB, natively: the server replicates
  * from a feed (startFeed) that serves the RDB, loads it, and is then promoted back to master with
  * the loaded data. No restart, no file on the server's disk but the one it writes itself.
@@ -34,13 +41,6 @@ const linkOf = async (c: RedisClient) => {
  * A transfer that breaks leaves the data as it was. While loading the server is a replica: it
  * refuses writes.
  */
-/**
- * The mode for a target holding `keys` keys before the load: an empty server (a new cluster's
- * master, bootstrap.fromBackup) has nothing to hold twice, so it parses from the socket at about
- * native speed; one with data receives to disk first, so that its memory never holds both.
- */
-export const loadModeFor = (keys: number): 'disk' | 'memory' => (keys === 0 ? 'memory' : 'disk');
-
 export const loadRdb = async (o: {
   target: LoadTarget;
   /** The address the feed listens on, reachable by the target. */
