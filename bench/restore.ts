@@ -8,7 +8,7 @@ import { openSource, verifySource } from '../functions/restore/verify.ts';
 import { startS3 } from '../infra/testbed/servers/s3.ts';
 import { storeSnapshot } from '../shared/backup/pipeline.ts';
 import { openSnapshot } from '../shared/redis/snapshot.ts';
-import { loadRdb } from '../shared/restore/load.ts';
+import { loadModeFor, loadRdb } from '../shared/restore/load.ts';
 import { partSizes } from '../shared/s3/part-size.ts';
 import { startServer, type TestServer } from '../test/backup/support/servers.ts';
 import { benchBucket } from './support.ts';
@@ -29,6 +29,21 @@ const peakRss = async <T>(fn: () => Promise<T>): Promise<{ result: T; peak: numb
   }
 };
 
+/** `n` keys `<prefix>:<i>` of `bytes` random bytes each: an RDB of the size the data has. */
+const fillKeys = async (
+  c: Awaited<ReturnType<TestServer['client']>>,
+  n: number,
+  bytes: number,
+  prefix: string,
+) => {
+  const batch: Promise<unknown>[] = [];
+  for (let i = 0; i < n; i++) {
+    batch.push(c.call('SET', `${prefix}:${i}`, randomBytes(bytes)));
+    if (batch.length === 1000) await Promise.all(batch.splice(0));
+  }
+  await Promise.all(batch);
+};
+
 /**
  * Restore by replication (shared/restore) against the baseline of a native load: redis-server
  * started on the same RDB file, timed until it answers PING. Same file, same machine, same run.
@@ -44,14 +59,10 @@ export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
   try {
     const source = await start({});
     const c = await source.client();
-    // Random values: an RDB of the size the data has (compressible padding would shrink it).
-    const batch: Promise<unknown>[] = [];
-    for (let i = 0; i < o.keys; i++) {
-      batch.push(c.call('SET', `key:${i}`, randomBytes(o.valueBytes)));
-      if (batch.length === 1000) await Promise.all(batch.splice(0));
-    }
-    await Promise.all(batch);
+    await fillKeys(c, o.keys, o.valueBytes, 'key');
     await c.call('SAVE');
+    // What the data set takes in memory, as a backup's manifest records it.
+    const incoming = Number(/used_memory:(\d+)/.exec(String(await c.call('INFO', 'memory')))?.[1]);
     c.close();
     const file = join(source.dir, 'dump.rdb');
     const size = (await stat(file)).size;
@@ -61,14 +72,36 @@ export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
     await start({ rdb: file });
     const nativeMs = performance.now() - nativeStarted;
 
-    // Tideway: a running server replicates the file from the feed and is promoted back, with the
-    // RDB received to disk first or parsed from the socket (see loadRdb).
+    // Tideway: a running server replicates the file from the feed and is promoted back. The mode
+    // is the product's choice (loadModeFor) for three masters: one holding data (a tenth of the
+    // size, other keys) without a memory limit, the same with a limit that holds both data sets,
+    // and an empty one (a new cluster's).
     const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
     const lines: string[] = [];
-    for (const mode of ['disk', 'memory'] as const) {
+    const cases = [
+      { label: 'in place, no memory limit', fill: true, limit: undefined, expect: 'disk' },
+      { label: 'in place, a 4 GiB limit', fill: true, limit: 4 * 1024 * MB, expect: 'memory' },
+      { label: 'empty master', fill: false, limit: undefined, expect: 'memory' },
+    ] as const;
+    for (const k of cases) {
       const target = await start({ password: 'bench' });
+      const t = await target.client();
+      if (k.fill) await fillKeys(t, Math.ceil(o.keys / 10), o.valueBytes, 'mine');
+      const before = String(await t.call('INFO', 'all'));
+      t.close();
+      const { mode } = loadModeFor({
+        keys: Number(/db0:keys=(\d+)/.exec(before)?.[1] ?? 0),
+        rss: Number(/used_memory_rss:(\d+)/.exec(before)?.[1]),
+        limit: k.limit,
+        incoming,
+      });
+      if (mode !== k.expect) throw new Error(`${k.label}: loadModeFor chose ${mode}, not ${k.expect}`);
       const fedStarted = performance.now();
-      const { result, peak, before } = await peakRss(() =>
+      const {
+        result,
+        peak,
+        before: rssBefore,
+      } = await peakRss(() =>
         loadRdb({
           target: { host: target.host, port: target.port, password: 'bench' },
           feedHost: '127.0.0.1',
@@ -80,11 +113,12 @@ export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
       const fedMs = performance.now() - fedStarted;
       if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
       lines.push(
-        `restore of a ${(size / MB).toFixed(0)} MiB RDB (${o.keys} keys), ${mode}: by replication ${sec(fedMs)} ` +
+        `restore of a ${(size / MB).toFixed(0)} MiB RDB (${o.keys} keys), ${k.label} (${mode}): by replication ${sec(fedMs)} ` +
           `(${Math.round(o.keys / (fedMs / 1000))} keys/s), native load ${sec(nativeMs)}; ` +
           `ratio native/replication ${(nativeMs / fedMs).toFixed(2)}x; ` +
-          `RSS of the benchmark process ${(before / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most while it streams`,
+          `RSS of the benchmark process ${(rssBefore / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most while it streams`,
       );
+      await target.stop();
     }
     lines.push(await fullPath({ source, start, keys: o.keys, nativeMs }));
     return lines;

@@ -170,7 +170,13 @@ export const takeBackup = async (o: {
         },
         ...(kind === 'EtcdCluster'
           ? { etcd: { version: source.version } }
-          : { redis: { product: source.product, version: source.version } }),
+          : {
+              redis: {
+                product: source.product,
+                version: source.version,
+                ...(source.usedMemory === undefined ? {} : { usedMemory: source.usedMemory }),
+              },
+            }),
         source: source.pod,
         object: keys.object,
         size: stored.size,

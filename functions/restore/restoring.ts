@@ -50,7 +50,12 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
   const resolved: Resolved = await resolveSource(run.ctx.kube, restore, ref);
   const target = await servingMaster(run);
   const before = await beforeLoad(target);
-  const mode = loadModeFor(before.keys);
+  const { mode, why } = loadModeFor({
+    keys: before.keys,
+    rss: target.instance.memory?.rss,
+    limit: target.instance.memoryLimit,
+    incoming: resolved.source.redis?.usedMemory,
+  });
   const state = run.loaded.state;
   const attempt = (of === 'restore' ? state.loads : state.rollbacks) + 1;
   const load: Load = {
@@ -82,7 +87,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
     {
       type: of === 'restore' ? 'Normal' : 'Warning',
       reason: of === 'restore' ? 'Loading' : 'RollingBack',
-      note: `${what}, ${resolved.source.rdbSize} bytes (load ${attempt} of ${run.maxLoads}; ${mode === 'memory' ? 'parsed from the socket: the master holds no keys' : 'received to disk first'})`,
+      note: `${what}, ${resolved.source.rdbSize} bytes (load ${attempt} of ${run.maxLoads}; ${why})`,
     },
     { cluster: true },
   );

@@ -13,8 +13,17 @@ export const zManifest = z.object({
     /** Absent in manifests written before EtcdCluster: RedisCluster. */
     kind: z.enum(['RedisCluster', 'EtcdCluster']).optional(),
   }),
-  /** The server of a RedisCluster's RDB snapshot. */
-  redis: z.object({ product: z.string(), version: z.string() }).optional(),
+  /**
+   * The server of a RedisCluster's RDB snapshot; usedMemory: what the data set took in its memory
+   * (used_memory), which a restore weighs against the target's memory (absent before 2026-11-26).
+   */
+  redis: z
+    .object({
+      product: z.string(),
+      version: z.string(),
+      usedMemory: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
   /** The server of an EtcdCluster's snapshot (a bbolt database file, its SHA-256 appended by etcd). */
   etcd: z.object({ version: z.string() }).optional(),
   /** The instance the snapshot came from. */

@@ -8,7 +8,7 @@ import type {
   V1StatefulSet,
 } from '@kubernetes/client-node';
 import { type RedisCluster, RedisClusterSpecDefaults } from '../api/generated.ts';
-import { imageOf, LABEL, namesOf, REDIS_PORT, selectorLabels } from './names.ts';
+import { imageOf, LABEL, namesOf, REDIS_CONTAINER, REDIS_PORT, selectorLabels } from './names.ts';
 import { renderAuthConf, renderRedisConf } from './redis-conf.ts';
 
 // Siblings, not nested: a mount point cannot be made inside a read-only volume.
@@ -174,7 +174,7 @@ export const statefulSetFor = (
           terminationGracePeriodSeconds: 30,
           containers: [
             {
-              name: 'redis',
+              name: REDIS_CONTAINER,
               image: imageOf(rc),
               command: ['redis-server', `${CONF_DIR}/redis.conf`],
               ports: [{ name: 'redis', containerPort: REDIS_PORT }],

@@ -13,6 +13,8 @@ export const FIELD_MANAGER = 'tideway';
 // One finalizer for every engine's clusters.
 export { FINALIZER } from '../engines/finalizer.ts';
 export const REDIS_PORT = 6379;
+/** The pod's container that runs the server. */
+export const REDIS_CONTAINER = 'redis';
 
 export type Role = 'master' | 'replica';
 

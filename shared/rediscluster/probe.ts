@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
+import { bytesOf } from '../kube/quantity.ts';
 import { connectRedis, type RedisClient } from '../redis/client.ts';
 import { parseInfo, parseReplication, type Replication, serverVersion } from '../redis/info.ts';
 import { RespError } from '../redis/resp.ts';
-import { LABEL, ordinalOf, REDIS_PORT, type Role } from './names.ts';
+import { LABEL, ordinalOf, REDIS_CONTAINER, REDIS_PORT, type Role } from './names.ts';
 
 /** One instance as the API server and the server itself describe it. */
 export type Instance = {
@@ -25,6 +26,10 @@ export type Instance = {
   /** The server process (INFO run_id): another one means it restarted since. */
   runId?: string;
   error?: string;
+  /** INFO memory: bytes the data set takes (used_memory) and the process's resident set (used_memory_rss). */
+  memory?: { used: number; rss: number };
+  /** The redis container's memory limit in the pod spec, in bytes: what it is killed above. */
+  memoryLimit?: number;
   /** Which of the passwords given to the probe the server accepted (an index, never the password). */
   password?: number;
   /** With inspectAuth: SHA-256 hashes of the passwords it accepts and of its masterauth. */
@@ -40,7 +45,7 @@ const podReady = (p: V1Pod) =>
  */
 export const fromInfo = (
   info: string,
-): Pick<Instance, 'replication' | 'keys' | 'version' | 'product' | 'error' | 'runId'> => {
+): Pick<Instance, 'replication' | 'keys' | 'version' | 'product' | 'error' | 'runId' | 'memory'> => {
   const sections = parseInfo(info);
   const persistence = sections.persistence ?? {};
   if (persistence.loading === '1' || persistence.async_loading === '1')
@@ -56,7 +61,21 @@ export const fromInfo = (
     version: v.version,
     product: v.product,
     ...(sections.server?.run_id ? { runId: sections.server.run_id } : {}),
+    ...memoryOf(sections.memory),
   };
+};
+
+const memoryOf = (m: Record<string, string> | undefined): Pick<Instance, 'memory'> => {
+  const used = Number(m?.used_memory);
+  const rss = Number(m?.used_memory_rss);
+  return m && Number.isFinite(used) && Number.isFinite(rss) ? { memory: { used, rss } } : {};
+};
+
+/** The memory limit of the pod's redis container, when it has one the API server would take. */
+const memoryLimitOf = (p: V1Pod): Pick<Instance, 'memoryLimit'> => {
+  const q = p.spec?.containers?.find((c) => c.name === REDIS_CONTAINER)?.resources?.limits?.memory;
+  const bytes = q === undefined ? undefined : bytesOf(String(q));
+  return bytes ? { memoryLimit: bytes } : {};
 };
 
 /** The server refused the password (any other error is not about the password). */
@@ -124,6 +143,7 @@ export const probeInstances = async (
           podReady: podReady(p),
           ...(role === 'master' || role === 'replica' ? { labelledRole: role } : {}),
           terminating: Boolean(p.metadata?.deletionTimestamp),
+          ...memoryLimitOf(p),
         };
         if (!base.ip || p.status?.phase !== 'Running') return base;
         let client: RedisClient | undefined;

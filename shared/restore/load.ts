@@ -22,12 +22,50 @@ const linkOf = async (c: RedisClient) => {
   };
 };
 
+export type LoadMode = 'disk' | 'memory';
+
 /**
- * The mode for a target holding `keys` keys before the load: an empty server (a new cluster's
- * master, bootstrap.fromBackup) has nothing to hold twice, so it parses from the socket at about
- * native speed; one with data receives to disk first, so that its memory never holds both.
+ * A memory load holds both data sets until it ends: what the loaded one took where it was backed
+ * up (used_memory) is counted half again (allocator fragmentation, the parser's buffers), and both
+ * must fit in 90 % of the container's limit (the replication and client buffers, a fork's
+ * copy-on-write for the replicas' resync right after).
  */
-export const loadModeFor = (keys: number): 'disk' | 'memory' => (keys === 0 ? 'memory' : 'disk');
+const INCOMING_FACTOR = 1.5;
+const LIMIT_SHARE = 0.9;
+const mib = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
+
+/**
+ * The mode for a load into a target, and why in words. An empty server (a new cluster's master,
+ * bootstrap.fromBackup) has nothing to hold twice: it parses from the socket at about native
+ * speed. One with data does too when its memory limit is known and holds both data sets with room
+ * to spare; otherwise it receives the RDB to disk first, so that its memory never holds both.
+ * Without a limit the node's memory is the bound, which nothing here can weigh: disk.
+ */
+export const loadModeFor = (t: {
+  /** Keys the target holds. */
+  keys: number;
+  /** The target's resident set now (used_memory_rss). */
+  rss?: number | undefined;
+  /** The target container's memory limit, in bytes. */
+  limit?: number | undefined;
+  /** What the data set to load took in memory on the server it was backed up from. */
+  incoming?: number | undefined;
+}): { mode: LoadMode; why: string } => {
+  if (t.keys === 0) return { mode: 'memory', why: 'parsed from the socket: the master holds no keys' };
+  const disk = (because: string) => ({ mode: 'disk' as const, why: `received to disk first: ${because}` });
+  if (t.limit === undefined)
+    return disk('the master holds data and its container has no memory limit to weigh holding both against');
+  if (t.incoming === undefined) return disk('the backup does not record how much memory its data set took');
+  if (t.rss === undefined) return disk('the master does not report its memory');
+  const need = t.rss + t.incoming * INCOMING_FACTOR;
+  const sum = `${mib(t.rss)} in use + ${mib(t.incoming)} to load (x${INCOMING_FACTOR})`;
+  return need <= t.limit * LIMIT_SHARE
+    ? {
+        mode: 'memory',
+        why: `parsed from the socket beside the current data: ${sum} fit in ${LIMIT_SHARE * 100} % of the ${mib(t.limit)} memory limit`,
+      }
+    : disk(`${sum} exceed ${LIMIT_SHARE * 100} % of the ${mib(t.limit)} memory limit`);
+};
 
 /**
  * Replaces the data set of one running Redis server with an RDB, natively: the server replicates
@@ -48,7 +86,7 @@ export const loadRdb = async (o: {
   /** The address the target connects from (its pod IP). */
   targetPeer: string;
   open: () => Promise<{ rdb: Readable; size?: number }>;
-  mode?: 'disk' | 'memory';
+  mode?: LoadMode;
   timeoutMs?: number;
   attempts?: number;
   onProgress?: (bytes: number) => void;

@@ -356,29 +356,67 @@ describe('restore', () => {
     expect(conditionOf(refused, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
   });
 
+  /** The notes of a Restore's Loading Events: which mode, and why. */
+  const loading = async (name: string) =>
+    (await eventNotes(b, ns, name)).filter((n) => n.startsWith('Loading:')).join('\n');
+  const cloneData = clusterData(b, () => ns, 'clone');
+  const expectClone = async (expected: Content) => {
+    for (const pod of await cloneData.pods()) {
+      try {
+        expectSameContent(await cloneData.contentOfPod(pod), expected);
+      } catch (error) {
+        throw new Error(`${pod}: ${(error as Error).message}`);
+      }
+    }
+  };
+
   it('bootstrap.fromBackup: a new cluster is Ready only with the backup data, on every instance', async () => {
-    await rdc.apply('clone', { version: '7.0', replicas: 3, bootstrap: { fromBackup: { name: 'b1' } } });
+    // A memory limit, which the in-place restore below weighs (the test bed does not enforce it).
+    await rdc.apply('clone', {
+      version: '7.0',
+      replicas: 3,
+      resources: { limits: { memory: '1Gi' } },
+      bootstrap: { fromBackup: { name: 'b1' } },
+    });
     const clone = await rdc.ready('clone', 240_000);
     expect(clone.status?.bootstrap).toMatchObject({ restore: 'clone-bootstrap', reason: 'Restored' });
     const r = await rs.get('clone-bootstrap');
     expect(r.status).toMatchObject({ phase: 'Completed', source: 'backup b1', keys: b1Content.values.size });
     // A new cluster has nothing to keep: no safety backup, and its empty master parses the RDB
-    // from the socket (an in-place restore receives it to disk first: r1 below).
+    // from the socket (an in-place restore into a master without a memory limit receives it to
+    // disk first: r1).
     expect(r.status?.safetyBackup).toBeUndefined();
-    const loading = async (name: string) =>
-      (await eventNotes(b, ns, name)).filter((n) => n.startsWith('Loading:')).join('\n');
     await expect
       .poll(() => loading('clone-bootstrap'), EVENTS_RECORDED)
       .toContain('parsed from the socket: the master holds no keys');
-    expect(await loading('r1')).toContain('received to disk first');
-    const cloneData = clusterData(b, () => ns, 'clone');
-    for (const pod of await cloneData.pods()) {
-      try {
-        expectSameContent(await cloneData.contentOfPod(pod), b1Content);
-      } catch (error) {
-        throw new Error(`${pod}: ${(error as Error).message}`);
-      }
+    expect(await loading('r1')).toContain(
+      'received to disk first: the master holds data and its container has no memory limit',
+    );
+    await expectClone(b1Content);
+  });
+
+  it("in place, parses the RDB beside the current data when the master's memory limit holds both", async () => {
+    const c = await cloneData.clientOf(await cloneData.master());
+    try {
+      await fillRandom(c, 4, 'clone-own');
+      expect(Number(await c.call('WAIT', 2, 10_000))).toBe(2);
+    } finally {
+      c.close();
     }
+    await rs.create('r-memory', {
+      cluster: { name: 'clone' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    await rs.ended('r-memory', 'Completed');
+    await rdc.ready('clone');
+    await expectClone(b1Content);
+    // b1 recorded what its data set took; the clone's master has a 1 GiB limit and a few MiB in use.
+    await expect
+      .poll(() => loading('r-memory'), EVENTS_RECORDED)
+      .toMatch(
+        /parsed from the socket beside the current data: \d+ MiB in use \+ \d+ MiB to load \(x1\.5\) fit in 90 % of the 1024 MiB memory limit/,
+      );
   });
 
   it('the same through the signed webhook: POST …/restore {"latest":true} → 202 → Completed; the same webhook-id again creates nothing', async () => {

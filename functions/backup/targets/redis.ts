@@ -33,6 +33,7 @@ export const redisTarget = async (
         pod: i.pod,
         product: i.product ?? 'redis',
         version: i.version ?? 'unknown',
+        ...(i.memory ? { usedMemory: i.memory.used } : {}),
         instance: i,
       }));
       return { list, none: noSourceReason(instances, o) };

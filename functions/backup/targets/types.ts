@@ -9,6 +9,8 @@ export type SnapshotSource = {
   /** redis, valkey, etcd. */
   readonly product: string;
   readonly version: string;
+  /** Bytes its data set takes in memory (a Redis server's used_memory), when it says. */
+  readonly usedMemory?: number;
 };
 
 export type OpenedSnapshot = {

@@ -8,6 +8,7 @@ import {
 import { clusterRefOf } from '../../backup/cluster-ref.ts';
 import { COMPRESSIONS } from '../../backup/compression.ts';
 import type { BackupStoreSpec } from '../../backup/store-config.ts';
+import { bytesOf } from '../../kube/quantity.ts';
 
 /** What the first member's restore step is told: where the snapshot is and what it must be. */
 export const zRestoreSource = z.object({
@@ -30,27 +31,6 @@ export type SourceProblem = { reason: string; message: string; retry: boolean };
 
 const NEEDED_BEYOND_DB = 128 * 1024 * 1024;
 const mib = (b: number) => Math.ceil(b / (1024 * 1024));
-const UNITS: Record<string, number> = {
-  '': 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-/** A Kubernetes quantity as the CRD's pattern admits it (`1Gi`, `500M`, `1.5Gi`), in bytes. */
-export const bytesOf = (q: string): number | undefined => {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/.exec(q);
-  return m ? Number(m[1]) * (UNITS[m[2] ?? ''] ?? 1) : undefined;
-};
-
 const minor = (v: string | undefined) => /^3\.(\d+)/.exec(v ?? '')?.[1];
 
 /**

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { loadModeFor } from './load.ts';
+
+const GiB = 2 ** 30;
+
+describe('loadModeFor', () => {
+  it('parses from the socket into an empty master, whatever its memory', () => {
+    expect(loadModeFor({ keys: 0 })).toMatchObject({
+      mode: 'memory',
+      why: expect.stringMatching(/holds no keys/),
+    });
+    expect(loadModeFor({ keys: 0, rss: GiB, limit: GiB, incoming: 4 * GiB }).mode).toBe('memory');
+  });
+
+  it('parses beside the current data only when both fit the limit with room to spare', () => {
+    // 1 GiB in use + 1 GiB to load x1.5 = 2.5 GiB: fits 90 % of 3 GiB (2.7), not of 2.75 GiB (2.475).
+    const fits = loadModeFor({ keys: 10, rss: GiB, limit: 3 * GiB, incoming: GiB });
+    expect(fits).toMatchObject({ mode: 'memory', why: expect.stringMatching(/beside the current data/) });
+    expect(fits.why).toContain(
+      '1024 MiB in use + 1024 MiB to load (x1.5) fit in 90 % of the 3072 MiB memory limit',
+    );
+    const tight = loadModeFor({ keys: 10, rss: GiB, limit: 2.75 * GiB, incoming: GiB });
+    expect(tight).toMatchObject({
+      mode: 'disk',
+      why: expect.stringMatching(/^received to disk first: .* exceed 90 %/),
+    });
+    // The data in use counts: the same limit and load with 0.5 GiB less in use fits.
+    expect(loadModeFor({ keys: 10, rss: 0.5 * GiB, limit: 2.75 * GiB, incoming: GiB }).mode).toBe('memory');
+  });
+
+  it('receives to disk when anything it would weigh is unknown', () => {
+    const known = { keys: 10, rss: 1, limit: 100 * GiB, incoming: 1 };
+    expect(loadModeFor(known).mode).toBe('memory');
+    expect(loadModeFor({ ...known, limit: undefined }).why).toMatch(/no memory limit/);
+    expect(loadModeFor({ ...known, incoming: undefined }).why).toMatch(/does not record how much memory/);
+    expect(loadModeFor({ ...known, rss: undefined }).why).toMatch(/does not report its memory/);
+    for (const unknown of ['limit', 'incoming', 'rss'] as const)
+      expect(loadModeFor({ ...known, [unknown]: undefined }).mode, unknown).toBe('disk');
+  });
+});
