@@ -35,6 +35,26 @@ describe('compressor', () => {
       expect((await through([packed], [decompressor(c)])).equals(data)).toBe(true);
     });
 
+  it('hands on what it decompresses in pieces of 256 KiB, not zlib’s 16 KiB (each a trip to its thread pool)', async () => {
+    for (const c of ['zstd', 'gzip'] as const) {
+      const packed = await through([data], [compressor(c)]);
+      const sizes: number[] = [];
+      await (pipeline as (...args: unknown[]) => Promise<void>)(
+        Readable.from([packed]),
+        decompressor(c),
+        new Writable({
+          write(chunk: Buffer, _e, done) {
+            sizes.push(chunk.length);
+            done();
+          },
+        }),
+      );
+      expect(sizes.reduce((a, n) => a + n, 0)).toBe(data.length);
+      expect(Math.max(...sizes), c).toBe(256 * 1024);
+      expect(sizes.length, c).toBeLessThanOrEqual(Math.ceil(data.length / (256 * 1024)) + 1);
+    }
+  });
+
   it('frees each input block of the data path’s own once zlib consumed it, and leaves a caller’s alone', async () => {
     const owned = pieces(Buffer.from(data), 256 * 1024).map((p) => own(Buffer.from(p)));
     const callers = pieces(Buffer.from(data), 256 * 1024).map((p) => Buffer.from(p));

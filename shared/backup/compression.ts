@@ -18,6 +18,7 @@ export const compressionSuffix = (c: Compression) => ({ zstd: '.zst', gzip: '.gz
 /**
  * Output comes in pieces of up to this many bytes. zlib's default, 16 KiB, made four times as many
  * pieces as the input blocks, each a trip through every later stage: zstd then cost twice the CPU.
+ * Decompressing, each piece is also a round trip to zlib's thread pool.
  */
 const CHUNK = 256 * 1024;
 
@@ -70,8 +71,9 @@ export const compressor = (c: Compression): Duplex | undefined => {
   return undefined;
 };
 
+/** The reverse; its output in pieces of CHUNK too (each one a trip to zlib's thread and back). */
 export const decompressor = (c: Compression): Transform | undefined => {
-  if (c === 'zstd') return createZstdDecompress();
-  if (c === 'gzip') return createGunzip();
+  if (c === 'zstd') return createZstdDecompress({ chunkSize: CHUNK });
+  if (c === 'gzip') return createGunzip({ chunkSize: CHUNK });
   return undefined;
 };
