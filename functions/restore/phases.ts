@@ -1,4 +1,5 @@
 import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
+import { memoryProblem } from '../../shared/restore/load.ts';
 import { LockLostError, type Outcome, retryAfter, TemporaryError } from '../../shared/runtime/handler.ts';
 import { failureOf } from './errors.ts';
 import { failRestore } from './finish.ts';
@@ -95,6 +96,17 @@ export const verifying = async (run: Run): Promise<Outcome> => {
   const started = performance.now();
   try {
     const resolved = await resolveSource(run.ctx.kube, restore, ref);
+    const tooBig = memoryProblem({
+      limit: master.instance.memoryLimit,
+      incoming: resolved.source.redis?.usedMemory,
+    });
+    if (tooBig)
+      return failRestore(run, {
+        reason: 'InsufficientMemory',
+        message: tooBig,
+        data: 'untouched',
+        at: 'Verifying',
+      });
     const progress = progressWriter(run, resolved.source.rdbSize);
     const { format } = await verifySource(resolved, {
       signal: run.ctx.signal,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadModeFor } from './load.ts';
+import { loadModeFor, memoryProblem } from './load.ts';
 
 const GiB = 2 ** 30;
 
@@ -36,5 +36,16 @@ describe('loadModeFor', () => {
     expect(loadModeFor({ ...known, rss: undefined }).why).toMatch(/does not report its memory/);
     for (const unknown of ['limit', 'incoming', 'rss'] as const)
       expect(loadModeFor({ ...known, [unknown]: undefined }).mode, unknown).toBe('disk');
+  });
+});
+
+describe('memoryProblem', () => {
+  it('refuses a data set that alone takes more than 90 % of the limit, and nothing it cannot weigh', () => {
+    expect(memoryProblem({ limit: GiB, incoming: 0.95 * GiB })).toMatch(
+      /took 973 MiB of memory where it was taken, more than 90 % of the master's 1024 MiB memory limit/,
+    );
+    expect(memoryProblem({ limit: GiB, incoming: 0.85 * GiB })).toBeUndefined();
+    expect(memoryProblem({ incoming: 100 * GiB })).toBeUndefined();
+    expect(memoryProblem({ limit: GiB })).toBeUndefined();
   });
 });

@@ -68,6 +68,16 @@ export const loadModeFor = (t: {
 };
 
 /**
+ * Why a data set cannot be loaded into a target at all, whatever the mode: alone it takes more than
+ * 90 % of the container's memory limit. Loaded anyway, the master would be killed for memory, and
+ * again at each restart from the data it had just loaded.
+ */
+export const memoryProblem = (t: { limit?: number | undefined; incoming?: number | undefined }) =>
+  t.limit !== undefined && t.incoming !== undefined && t.incoming > t.limit * LIMIT_SHARE
+    ? `the backup's data set took ${mib(t.incoming)} of memory where it was taken, more than ${LIMIT_SHARE * 100} % of the master's ${mib(t.limit)} memory limit: loading it would get the master killed for memory; raise spec.resources.limits.memory, or restore into a cluster with room for it`
+    : undefined;
+
+/**
  * Replaces the data set of one running Redis server with an RDB, natively: the server replicates
  * from a feed (startFeed) that serves the RDB, loads it, and is then promoted back to master with
  * the loaded data. No restart, no file on the server's disk but the one it writes itself.

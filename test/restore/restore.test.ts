@@ -109,6 +109,39 @@ describe('restore', () => {
     }
   };
 
+  /**
+   * A plain object that starts as an RDB of `magic` (random bytes after it) with a valid manifest
+   * beside it naming `redis`: what a restore checks before it touches anything. Returns its key.
+   */
+  const putForeign = async (name: string, magic: string, redis: Record<string, unknown>) => {
+    const rdb = Buffer.concat([Buffer.from(magic), randomBytes(4096)]);
+    const k = `${prefix}/foreign/${name}.rdb`;
+    await store.put(k, rdb, 'application/octet-stream');
+    const manifest = {
+      format: 'tideway.dev/backup-manifest/v1',
+      backup: { namespace: 'elsewhere', name, uid: 'x' },
+      cluster: { namespace: 'elsewhere', name: 'newer' },
+      redis,
+      source: 'newer-0',
+      object: k,
+      size: rdb.length,
+      rdbSize: rdb.length,
+      sha256: createHash('sha256').update(rdb).digest('hex'),
+      compression: 'none',
+      encryption: null,
+      startedAt: new Date().toISOString(),
+      created: new Date().toISOString(),
+    };
+    await store.put(
+      `${prefix}/foreign/${name}.manifest.json`,
+      Buffer.from(JSON.stringify(manifest)),
+      'application/json',
+    );
+    return k;
+  };
+  /** A store spec for putForeign's objects. */
+  const plainStore = () => storeSpec({ compression: 'none', encryption: { secretName: '' } });
+
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'restore');
@@ -293,35 +326,12 @@ describe('restore', () => {
     await expectCluster(b1Content);
 
     // An RDB of format 11 (Redis 7.2) for a Redis 7.0 cluster, with a valid manifest.
-    const rdb = Buffer.concat([Buffer.from('REDIS0011'), randomBytes(4096)]);
-    const k = `${prefix}/foreign/v11.rdb`;
-    await store.put(k, rdb, 'application/octet-stream');
-    const sha256 = createHash('sha256').update(rdb).digest('hex');
-    const manifest = {
-      format: 'tideway.dev/backup-manifest/v1',
-      backup: { namespace: 'elsewhere', name: 'v11', uid: 'x' },
-      cluster: { namespace: 'elsewhere', name: 'newer' },
-      redis: { product: 'redis', version: '7.2.4' },
-      source: 'newer-0',
-      object: k,
-      size: rdb.length,
-      rdbSize: rdb.length,
-      sha256,
-      compression: 'none',
-      encryption: null,
-      startedAt: new Date().toISOString(),
-      created: new Date().toISOString(),
-    };
-    await store.put(
-      `${prefix}/foreign/v11.manifest.json`,
-      Buffer.from(JSON.stringify(manifest)),
-      'application/json',
-    );
+    const k = await putForeign('v11', 'REDIS0011', { product: 'redis', version: '7.2.4' });
     const master = await data.master();
     const replid = (await data.replicationOf(master)).master_replid;
     await rs.create('r6', {
       cluster: { name: 'cache' },
-      source: { s3: { store: storeSpec({ compression: 'none', encryption: { secretName: '' } }), key: k } },
+      source: { s3: { store: plainStore(), key: k } },
     });
     const r6 = await rs.ended('r6', 'Failed');
     expect(r6.status?.error?.reason).toBe('RdbVersionUnsupported');
@@ -395,7 +405,7 @@ describe('restore', () => {
     await expectClone(b1Content);
   });
 
-  it("in place, parses the RDB beside the current data when the master's memory limit holds both", async () => {
+  it("in place, parses the RDB beside the current data when the master's memory limit holds both, and refuses a data set that does not fit it", async () => {
     const c = await cloneData.clientOf(await cloneData.master());
     try {
       await fillRandom(c, 4, 'clone-own');
@@ -417,6 +427,28 @@ describe('restore', () => {
       .toMatch(
         /parsed from the socket beside the current data: \d+ MiB in use \+ \d+ MiB to load \(x1\.5\) fit in 90 % of the 1024 MiB memory limit/,
       );
+
+    // A data set that alone takes more than 90 % of the limit is refused before anything is read
+    // or touched: loaded, it would get the master killed for memory, again at each restart.
+    const master = await cloneData.master();
+    const replid = (await cloneData.replicationOf(master)).master_replid;
+    const k = await putForeign('huge', 'REDIS0010', {
+      product: 'redis',
+      version: '7.0.15',
+      usedMemory: 2 ** 30,
+    });
+    await rs.create('r-huge', {
+      cluster: { name: 'clone' },
+      source: { s3: { store: plainStore(), key: k } },
+    });
+    const huge = await rs.ended('r-huge', 'Failed');
+    expect(huge.status?.error).toMatchObject({ reason: 'InsufficientMemory' });
+    expect(huge.status?.error?.message).toMatch(
+      /took 1024 MiB of memory .* the master's 1024 MiB memory limit/,
+    );
+    expect(conditionOf(huge, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    expect((await cloneData.replicationOf(master)).master_replid).toBe(replid);
+    await expect(bk.get('r-huge-safety')).rejects.toMatchObject({ code: 404 });
   });
 
   it('the same through the signed webhook: POST …/restore {"latest":true} → 202 → Completed; the same webhook-id again creates nothing', async () => {
