@@ -94,19 +94,16 @@ export const verifying = async (run: Run): Promise<Outcome> => {
     });
   await run.loaded.writeState({ ...state, verifications });
   const started = performance.now();
+  /** A source this master cannot take: the end, with nothing touched. */
+  const refuse = (reason: string, message: string) =>
+    failRestore(run, { reason, message, data: 'untouched', at: 'Verifying' });
   try {
     const resolved = await resolveSource(run.ctx.kube, restore, ref);
     const tooBig = memoryProblem({
       limit: master.instance.memoryLimit,
       incoming: resolved.source.redis?.usedMemory,
     });
-    if (tooBig)
-      return failRestore(run, {
-        reason: 'InsufficientMemory',
-        message: tooBig,
-        data: 'untouched',
-        at: 'Verifying',
-      });
+    if (tooBig) return refuse('InsufficientMemory', tooBig);
     const progress = progressWriter(run, resolved.source.rdbSize);
     const { format } = await verifySource(resolved, {
       signal: run.ctx.signal,
@@ -118,13 +115,7 @@ export const verifying = async (run: Run): Promise<Outcome> => {
       version: master.instance.version ?? 'unknown',
     };
     const problem = loadProblem(format, version);
-    if (problem)
-      return failRestore(run, {
-        reason: 'RdbVersionUnsupported',
-        message: problem,
-        data: 'untouched',
-        at: 'Verifying',
-      });
+    if (problem) return refuse('RdbVersionUnsupported', problem);
     await recordEvent(run, {
       type: 'Normal',
       reason: 'Verified',
