@@ -113,7 +113,12 @@ describe('restore', () => {
    * A plain object that starts as an RDB of `magic` (random bytes after it) with a valid manifest
    * beside it naming `redis`: what a restore checks before it touches anything. Returns its key.
    */
-  const putForeign = async (name: string, magic: string, redis: Record<string, unknown>) => {
+  const putForeign = async (
+    name: string,
+    magic: string,
+    redis: Record<string, unknown>,
+    o: { changedAfter?: boolean } = {},
+  ) => {
     const rdb = Buffer.concat([Buffer.from(magic), randomBytes(4096)]);
     const k = `${prefix}/foreign/${name}.rdb`;
     await store.put(k, rdb, 'application/octet-stream');
@@ -126,7 +131,10 @@ describe('restore', () => {
       object: k,
       size: rdb.length,
       rdbSize: rdb.length,
-      sha256: createHash('sha256').update(rdb).digest('hex'),
+      // changedAfter: the object no longer matches its manifest (found only by reading it).
+      sha256: createHash('sha256')
+        .update(o.changedAfter ? Buffer.concat([rdb, Buffer.from('x')]) : rdb)
+        .digest('hex'),
       compression: 'none',
       encryption: null,
       startedAt: new Date().toISOString(),
@@ -429,14 +437,20 @@ describe('restore', () => {
       );
 
     // A data set that alone takes more than 90 % of the limit is refused before anything is read
-    // or touched: loaded, it would get the master killed for memory, again at each restart.
+    // (this object no longer matches its checksum: read first, it would fail ChecksumMismatch) or
+    // touched: loaded, it would get the master killed for memory, again at each restart.
     const master = await cloneData.master();
     const replid = (await cloneData.replicationOf(master)).master_replid;
-    const k = await putForeign('huge', 'REDIS0010', {
-      product: 'redis',
-      version: '7.0.15',
-      usedMemory: 2 ** 30,
-    });
+    const k = await putForeign(
+      'huge',
+      'REDIS0010',
+      {
+        product: 'redis',
+        version: '7.0.15',
+        usedMemory: 2 ** 30,
+      },
+      { changedAfter: true },
+    );
     await rs.create('r-huge', {
       cluster: { name: 'clone' },
       source: { s3: { store: plainStore(), key: k } },
