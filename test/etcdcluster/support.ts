@@ -13,7 +13,7 @@ import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { type bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import { etcdctlJob as etcdctlIn } from '../support/etcdctl.ts';
-import type { Worker } from '../support/functions.ts';
+import { logsOnFailure, type Worker } from '../support/functions.ts';
 import { refusals, startFunction } from '../support/redis.ts';
 
 const ETCD = TIDEWAY_KINDS.EtcdCluster;
@@ -35,16 +35,6 @@ export const startEtcdFunctions = async (
       }),
     );
   return workers;
-};
-
-/** On a failed test, what the functions logged: the steps they took and why they waited. */
-export const logsOnFailure = (workers: () => readonly Worker[]) => {
-  beforeEach((ctx) => {
-    ctx.onTestFailed(() => {
-      for (const w of workers())
-        process.stderr.write(`--- function ${w.pid} ---\n${w.output().slice(-20_000)}\n`);
-    });
-  });
 };
 
 /**

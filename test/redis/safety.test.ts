@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseReplication } from '../../shared/redis/info.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
-import type { Worker } from '../support/functions.ts';
+import { logsOnFailure, type Worker } from '../support/functions.ts';
 import {
   eventReasons,
   ipOf,
@@ -70,10 +70,15 @@ describe('redis safety', () => {
     ns = await createNamespace(b.core, 'redis-safety');
   });
 
+  // afterEach runs before onTestFailed: the failed test's workers are kept for it.
+  let stopped: Worker[] = [];
+  logsOnFailure(() => stopped);
+
   afterEach(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    expect(refusals(workers)).toEqual([]);
+    stopped = workers;
     workers = [];
+    await Promise.all(stopped.map((w) => w.stop()));
+    expect(refusals(stopped)).toEqual([]);
   });
 
   afterAll(async () => {
@@ -280,6 +285,21 @@ describe('redis safety', () => {
       (p) => p.metadata?.labels?.['tideway.dev/role'] === 'master',
     );
     expect(labelled.map((p) => p.metadata?.name).filter((n) => n !== 'stall-0')).toEqual([]);
+    // Failover on again: the replica that holds the lock now does what the stalled one could not.
+    // (Released first, stall-0 would come back from its append-only file with a fresh replication
+    // id at offset 0 — behind replicas whose offsets Redis's pings moved on, when the cluster ran
+    // past its first 10 s ping — and stay out of service while failover is off, as designed.)
+    await rdc.apply('stall', { version: '7.0', replicas: 3, failover: { after: '3s' } });
+    const after = await until(
+      'the lock holder failed over once failover was enabled',
+      async () => {
+        const r = await rdc.get('stall');
+        return r.status?.master && r.status.master !== 'stall-0' ? r : undefined;
+      },
+      40_000,
+      250,
+    );
+    expect(after.status?.failover?.count).toBe(1);
     await b.faults.releasePod(ns, 'stall-0');
     await rdc.ready('stall');
   });

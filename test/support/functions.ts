@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { beforeEach } from 'vitest';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const TEST_SERVERLESS = join(root, 'test', 'fixtures', 'serverless.yml');
@@ -81,4 +82,14 @@ export const readRecords = (dir: string): Record_[] => {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record_);
+};
+
+/** On a failed test, what the functions logged: the steps they took and why they waited. */
+export const logsOnFailure = (workers: () => readonly Worker[]) => {
+  beforeEach((ctx) => {
+    ctx.onTestFailed(() => {
+      for (const w of workers())
+        process.stderr.write(`--- function ${w.pid} ---\n${w.output().slice(-20_000)}\n`);
+    });
+  });
 };

@@ -89,8 +89,12 @@ export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
         `${name} Ready`,
         async () => {
           const rc = await get(name);
+          // Each unmet clause is thrown, so that a timeout says which one never held.
           if (rc.status?.phase !== 'Ready' || rc.status.observedGeneration !== rc.metadata.generation)
-            return undefined;
+            throw new Error(
+              `phase ${rc.status?.phase}, observedGeneration ${rc.status?.observedGeneration} of ${rc.metadata.generation}; ` +
+                `conditions ${JSON.stringify((rc.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]))}`,
+            );
           const list = await b.core.listNamespacedPod({
             namespace: ns(),
             labelSelector: `app.kubernetes.io/name=redis,app.kubernetes.io/instance=${name}`,
@@ -109,14 +113,29 @@ export const redisClusters = (b: ReturnType<typeof bed>, ns: () => string) => {
               (c) => c.type === 'Ready',
             ),
           );
-          const agree =
-            live.every((p) => since(p.status?.conditions?.find((c) => c.type === 'Ready')) <= readySince) &&
-            live.length === list.items.length &&
-            live.length === (rc.spec.replicas ?? 3) &&
+          const podReadySince = (p: V1Pod) => since(p.status?.conditions?.find((c) => c.type === 'Ready'));
+          const unmet = [
+            ...live
+              .filter((p) => podReadySince(p) > readySince)
+              .map(
+                (p) => `${p.metadata?.name} Ready at ${podReadySince(p)}, after the cluster's ${readySince}`,
+              ),
+            ...(live.length !== list.items.length
+              ? [`${live.length} of ${list.items.length} pods live and Ready`]
+              : []),
+            ...(live.length !== (rc.spec.replicas ?? 3)
+              ? [`${live.length} live pods, ${rc.spec.replicas ?? 3} desired`]
+              : []),
             // ...and has counted them since the last of them came or went (e.g. after a scale-down).
-            rc.status.readyReplicas === live.length &&
-            live.every((p) => nodes.has(p.metadata?.name ?? ''));
-          return agree ? rc : undefined;
+            ...(rc.status.readyReplicas !== live.length
+              ? [`readyReplicas ${rc.status.readyReplicas}, ${live.length} live pods`]
+              : []),
+            ...live
+              .filter((p) => !nodes.has(p.metadata?.name ?? ''))
+              .map((p) => `${p.metadata?.name} not a ready node in status`),
+          ];
+          if (unmet.length > 0) throw new Error(unmet.join('; '));
+          return rc;
         },
         timeoutMs,
         500,
