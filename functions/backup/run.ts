@@ -175,6 +175,7 @@ export const takeBackup = async (o: {
                 product: source.product,
                 version: source.version,
                 ...(source.usedMemory === undefined ? {} : { usedMemory: source.usedMemory }),
+                ...(source.maxmemoryUsage === undefined ? {} : { maxmemoryUsage: source.maxmemoryUsage }),
               },
             }),
         source: source.pod,

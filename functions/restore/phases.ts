@@ -1,5 +1,5 @@
 import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
-import { memoryProblem } from '../../shared/restore/load.ts';
+import { maxmemoryProblem, memoryProblem } from '../../shared/restore/load.ts';
 import { LockLostError, type Outcome, retryAfter, TemporaryError } from '../../shared/runtime/handler.ts';
 import { failureOf } from './errors.ts';
 import { failRestore } from './finish.ts';
@@ -104,6 +104,12 @@ export const verifying = async (run: Run): Promise<Outcome> => {
       incoming: resolved.source.redis?.usedMemory,
     });
     if (tooBig) return refuse('InsufficientMemory', tooBig);
+    const overMaxmemory = maxmemoryProblem({
+      maxmemory: master.instance.maxmemory,
+      counted: resolved.source.redis?.maxmemoryUsage,
+      used: resolved.source.redis?.usedMemory,
+    });
+    if (overMaxmemory) return refuse('ExceedsMaxmemory', overMaxmemory);
     const progress = progressWriter(run, resolved.source.rdbSize);
     const { format } = await verifySource(resolved, {
       signal: run.ctx.signal,

@@ -15,13 +15,17 @@ export const zManifest = z.object({
   }),
   /**
    * The server of a RedisCluster's RDB snapshot; usedMemory: what the data set took in its memory
-   * (used_memory), which a restore weighs against the target's memory (absent before 2026-11-26).
+   * (used_memory), which a restore weighs against the target's memory limit (absent before
+   * 2026-11-26); maxmemoryUsage: what of it counted against maxmemory there (used_memory less
+   * mem_not_counted_for_evict), which a restore weighs against the target's maxmemory (absent
+   * before 2026-11-27).
    */
   redis: z
     .object({
       product: z.string(),
       version: z.string(),
       usedMemory: z.number().int().nonnegative().optional(),
+      maxmemoryUsage: z.number().int().nonnegative().optional(),
     })
     .optional(),
   /** The server of an EtcdCluster's snapshot (a bbolt database file, its SHA-256 appended by etcd). */

@@ -31,8 +31,19 @@ describe('fromInfo', () => {
 describe('memory', () => {
   it('reads what the data set takes and the resident set from INFO memory', () => {
     const i = fromInfo(info('loading:0\r\n# Memory\r\nused_memory:1000\r\nused_memory_rss:2048'));
-    expect(i.memory).toEqual({ used: 1000, rss: 2048 });
+    expect(i.memory).toEqual({ used: 1000, rss: 2048, counted: 1000 });
+    expect(i.maxmemory).toBeUndefined();
     expect(fromInfo(info('loading:0')).memory).toBeUndefined();
+  });
+
+  it('counts against maxmemory what Redis does: used_memory less the buffers it leaves out', () => {
+    const i = fromInfo(
+      info(
+        'loading:0\r\n# Memory\r\nused_memory:5000\r\nused_memory_rss:8192\r\nmaxmemory:4096\r\nmaxmemory_policy:allkeys-lru\r\nmem_not_counted_for_evict:1200',
+      ),
+    );
+    expect(i.memory).toEqual({ used: 5000, rss: 8192, counted: 3800 });
+    expect(i.maxmemory).toEqual({ bytes: 4096, policy: 'allkeys-lru' });
   });
 
   it("takes the redis container's memory limit from the pod, not another container's", async () => {

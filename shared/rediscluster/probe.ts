@@ -26,8 +26,14 @@ export type Instance = {
   /** The server process (INFO run_id): another one means it restarted since. */
   runId?: string;
   error?: string;
-  /** INFO memory: bytes the data set takes (used_memory) and the process's resident set (used_memory_rss). */
-  memory?: { used: number; rss: number };
+  /**
+   * INFO memory: bytes the data set takes (used_memory), the process's resident set
+   * (used_memory_rss), and what Redis weighs against maxmemory (used_memory less the replication
+   * and AOF buffers it leaves out, mem_not_counted_for_evict).
+   */
+  memory?: { used: number; rss: number; counted: number };
+  /** CONFIG maxmemory (bytes; 0: none) and maxmemory-policy, as INFO memory reports them. */
+  maxmemory?: { bytes: number; policy: string };
   /** The redis container's memory limit in the pod spec, in bytes: what it is killed above. */
   memoryLimit?: number;
   /** Which of the passwords given to the probe the server accepted (an index, never the password). */
@@ -45,7 +51,10 @@ const podReady = (p: V1Pod) =>
  */
 export const fromInfo = (
   info: string,
-): Pick<Instance, 'replication' | 'keys' | 'version' | 'product' | 'error' | 'runId' | 'memory'> => {
+): Pick<
+  Instance,
+  'replication' | 'keys' | 'version' | 'product' | 'error' | 'runId' | 'memory' | 'maxmemory'
+> => {
   const sections = parseInfo(info);
   const persistence = sections.persistence ?? {};
   if (persistence.loading === '1' || persistence.async_loading === '1')
@@ -65,10 +74,23 @@ export const fromInfo = (
   };
 };
 
-const memoryOf = (m: Record<string, string> | undefined): Pick<Instance, 'memory'> => {
-  const used = Number(m?.used_memory);
-  const rss = Number(m?.used_memory_rss);
-  return m && Number.isFinite(used) && Number.isFinite(rss) ? { memory: { used, rss } } : {};
+const memoryOf = (m: Record<string, string> | undefined): Pick<Instance, 'memory' | 'maxmemory'> => {
+  if (!m) return {};
+  const used = Number(m.used_memory);
+  const rss = Number(m.used_memory_rss);
+  // Redis 6.0 and later; before, nothing is left out.
+  const notCounted = Number(m.mem_not_counted_for_evict ?? 0);
+  const bytes = Number(m.maxmemory);
+  return {
+    ...(Number.isFinite(used) && Number.isFinite(rss)
+      ? {
+          memory: { used, rss, counted: Number.isFinite(notCounted) ? Math.max(0, used - notCounted) : used },
+        }
+      : {}),
+    ...(Number.isFinite(bytes) && m.maxmemory_policy
+      ? { maxmemory: { bytes, policy: m.maxmemory_policy } }
+      : {}),
+  };
 };
 
 /** The memory limit of the pod's redis container, when it has one the API server would take. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadModeFor, memoryProblem } from './load.ts';
+import { loadModeFor, maxmemoryProblem, memoryProblem } from './load.ts';
 
 const GiB = 2 ** 30;
 
@@ -47,5 +47,50 @@ describe('memoryProblem', () => {
     expect(memoryProblem({ limit: GiB, incoming: 0.85 * GiB })).toBeUndefined();
     expect(memoryProblem({ incoming: 100 * GiB })).toBeUndefined();
     expect(memoryProblem({ limit: GiB })).toBeUndefined();
+  });
+});
+
+describe('maxmemoryProblem', () => {
+  const MiB = 2 ** 20;
+  it('refuses a data set that counted more than the master will hold, saying what Redis would do', () => {
+    expect(
+      maxmemoryProblem({
+        maxmemory: { bytes: 64 * MiB, policy: 'allkeys-lru' },
+        counted: 65 * MiB,
+        used: 60 * MiB,
+      }),
+    ).toMatch(
+      /counted 65 MiB against maxmemory where it was taken, more than the master's maxmemory of 64 MiB: with maxmemory-policy allkeys-lru Redis would evict keys of the restored data/,
+    );
+    expect(
+      maxmemoryProblem({ maxmemory: { bytes: 64 * MiB, policy: 'noeviction' }, counted: 65 * MiB }),
+    ).toMatch(
+      /noeviction the master would refuse every write once it serves again; raise spec.config.maxmemory above 65 MiB/,
+    );
+  });
+
+  it('weighs what counted against maxmemory, not the buffers Redis leaves out', () => {
+    // used_memory above the limit only by its replication backlog: a full LRU cache's own backup.
+    expect(
+      maxmemoryProblem({
+        maxmemory: { bytes: 64 * MiB, policy: 'allkeys-lru' },
+        counted: 64 * MiB,
+        used: 66 * MiB,
+      }),
+    ).toBeUndefined();
+  });
+
+  it('falls back to used_memory for an older manifest, and says so', () => {
+    expect(
+      maxmemoryProblem({ maxmemory: { bytes: 64 * MiB, policy: 'volatile-ttl' }, used: 66 * MiB }),
+    ).toMatch(
+      /counted 66 MiB against maxmemory where it was taken \(used_memory: this backup predates the finer figure\)/,
+    );
+  });
+
+  it('lets through what it cannot weigh, and a master without maxmemory', () => {
+    expect(maxmemoryProblem({ maxmemory: { bytes: 0, policy: 'noeviction' }, counted: GiB })).toBeUndefined();
+    expect(maxmemoryProblem({ counted: GiB })).toBeUndefined();
+    expect(maxmemoryProblem({ maxmemory: { bytes: 64 * MiB, policy: 'allkeys-lru' } })).toBeUndefined();
   });
 });

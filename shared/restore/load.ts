@@ -78,6 +78,28 @@ export const memoryProblem = (t: { limit?: number | undefined; incoming?: number
     : undefined;
 
 /**
+ * Why a data set cannot be restored under the target's maxmemory: the master loads it as a replica
+ * (replicas ignore maxmemory), and once it serves as master again Redis enforces the limit —
+ * evicting keys of the restored data under an eviction policy, refusing every write under
+ * noeviction. Weighed with what the data set counted against maxmemory where it was backed up
+ * (`counted`; older manifests give only used_memory, which also counts buffers).
+ */
+export const maxmemoryProblem = (t: {
+  maxmemory?: { bytes: number; policy: string } | undefined;
+  counted?: number | undefined;
+  used?: number | undefined;
+}) => {
+  const incoming = t.counted ?? t.used;
+  const m = t.maxmemory;
+  if (!m || m.bytes === 0 || incoming === undefined || incoming <= m.bytes) return undefined;
+  const outcome =
+    m.policy === 'noeviction'
+      ? 'with maxmemory-policy noeviction the master would refuse every write once it serves again'
+      : `with maxmemory-policy ${m.policy} Redis would evict keys of the restored data as soon as the master serves again`;
+  return `the backup's data set counted ${mib(incoming)} against maxmemory where it was taken${t.counted === undefined ? ' (used_memory: this backup predates the finer figure)' : ''}, more than the master's maxmemory of ${mib(m.bytes)}: ${outcome}; raise spec.config.maxmemory above ${mib(incoming)}, or restore into a cluster with room for it`;
+};
+
+/**
  * Replaces the data set of one running Redis server with an RDB, natively: the server replicates
  * from a feed (startFeed) that serves the RDB, loads it, and is then promoted back to master with
  * the loaded data. No restart, no file on the server's disk but the one it writes itself.

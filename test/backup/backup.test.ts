@@ -185,6 +185,11 @@ describe('backup', () => {
       encryption: { format: 'tideway-aes-256-gcm-chunked-v1', secretName: 'backup-key' },
       source: s.source,
     });
+    // What the data set took in the source's memory, and what of it counted against maxmemory
+    // (a restore weighs them against its target's memory limit and maxmemory).
+    const { usedMemory = 0, maxmemoryUsage = 0 } = manifest.redis ?? {};
+    expect(maxmemoryUsage).toBeGreaterThan(0);
+    expect(maxmemoryUsage).toBeLessThanOrEqual(usedMemory);
     // Decrypted and decompressed, a valid RDB with the cluster's content.
     expectSameContent(
       await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),

@@ -389,11 +389,13 @@ describe('restore', () => {
   };
 
   it('bootstrap.fromBackup: a new cluster is Ready only with the backup data, on every instance', async () => {
-    // A memory limit, which the in-place restore below weighs (the test bed does not enforce it).
+    // A memory limit, which the in-place restore below weighs (the test bed does not enforce it),
+    // and a maxmemory with an eviction policy (which Redis does): b1 fits under both.
     await rdc.apply('clone', {
       version: '7.0',
       replicas: 3,
       resources: { limits: { memory: '1Gi' } },
+      config: { maxmemory: '64mb', 'maxmemory-policy': 'allkeys-lru' },
       bootstrap: { fromBackup: { name: 'b1' } },
     });
     const clone = await rdc.ready('clone', 240_000);
@@ -413,7 +415,7 @@ describe('restore', () => {
     await expectClone(b1Content);
   });
 
-  it("in place, parses the RDB beside the current data when the master's memory limit holds both, and refuses a data set that does not fit it", async () => {
+  it("in place, parses the RDB beside the current data when the master's memory limit holds both, and refuses a data set that does not fit it or its maxmemory", async () => {
     const c = await cloneData.clientOf(await cloneData.master());
     try {
       await fillRandom(c, 4, 'clone-own');
@@ -463,6 +465,28 @@ describe('restore', () => {
     expect(conditionOf(huge, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
     expect((await cloneData.replicationOf(master)).master_replid).toBe(replid);
     await expect(bk.get('r-huge-safety')).rejects.toMatchObject({ code: 404 });
+
+    // One that fits the memory limit but not the master's maxmemory: loaded, it would be evicted
+    // (allkeys-lru) as soon as the master served again. Refused the same way, nothing read.
+    const over = await putForeign(
+      'over-maxmemory',
+      'REDIS0010',
+      { product: 'redis', version: '7.0.15', usedMemory: 82 * 2 ** 20, maxmemoryUsage: 80 * 2 ** 20 },
+      { changedAfter: true },
+    );
+    await rs.create('r-over', {
+      cluster: { name: 'clone' },
+      source: { s3: { store: plainStore(), key: over } },
+    });
+    const refused = await rs.ended('r-over', 'Failed');
+    expect(refused.status?.error).toMatchObject({ reason: 'ExceedsMaxmemory' });
+    expect(refused.status?.error?.message).toMatch(
+      /counted 80 MiB against maxmemory .* maxmemory of 64 MiB: with maxmemory-policy allkeys-lru Redis would evict keys of the restored data/,
+    );
+    expect(conditionOf(refused, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    expect((await cloneData.replicationOf(master)).master_replid).toBe(replid);
+    await expect(bk.get('r-over-safety')).rejects.toMatchObject({ code: 404 });
+    await expectClone(b1Content);
   });
 
   it('the same through the signed webhook: POST …/restore {"latest":true} → 202 → Completed; the same webhook-id again creates nothing', async () => {

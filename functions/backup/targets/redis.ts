@@ -33,7 +33,7 @@ export const redisTarget = async (
         pod: i.pod,
         product: i.product ?? 'redis',
         version: i.version ?? 'unknown',
-        ...(i.memory ? { usedMemory: i.memory.used } : {}),
+        ...(i.memory ? { usedMemory: i.memory.used, maxmemoryUsage: i.memory.counted } : {}),
         instance: i,
       }));
       return { list, none: noSourceReason(instances, o) };

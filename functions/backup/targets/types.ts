@@ -11,6 +11,8 @@ export type SnapshotSource = {
   readonly version: string;
   /** Bytes its data set takes in memory (a Redis server's used_memory), when it says. */
   readonly usedMemory?: number;
+  /** What of it Redis weighs against maxmemory (used_memory less its replication and AOF buffers). */
+  readonly maxmemoryUsage?: number;
 };
 
 export type OpenedSnapshot = {
