@@ -176,6 +176,7 @@ export const takeBackup = async (o: {
                 version: source.version,
                 ...(source.usedMemory === undefined ? {} : { usedMemory: source.usedMemory }),
                 ...(source.maxmemoryUsage === undefined ? {} : { maxmemoryUsage: source.maxmemoryUsage }),
+                ...(source.maxmemory === undefined ? {} : { maxmemory: source.maxmemory }),
               },
             }),
         source: source.pod,

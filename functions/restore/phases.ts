@@ -105,9 +105,11 @@ export const verifying = async (run: Run): Promise<Outcome> => {
     });
     if (tooBig) return refuse('InsufficientMemory', tooBig);
     const overMaxmemory = maxmemoryProblem({
-      maxmemory: master.instance.maxmemory,
+      target: master.instance.maxmemory,
+      source: resolved.source.redis?.maxmemory,
       counted: resolved.source.redis?.maxmemoryUsage,
       used: resolved.source.redis?.usedMemory,
+      of: 'backup',
     });
     if (overMaxmemory) return refuse('ExceedsMaxmemory', overMaxmemory);
     const progress = progressWriter(run, resolved.source.rdbSize);

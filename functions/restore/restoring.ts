@@ -115,6 +115,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
       }),
       timeoutMs: LOAD_TIMEOUT_MS,
       mode,
+      ...(of === 'restore' ? { maxmemoryGuard: { sourceMaxmemory: resolved.source.redis?.maxmemory } } : {}),
       signal: run.ctx.signal,
       fence: run.ctx.fence,
       onProgress: progress.onProgress,
@@ -185,7 +186,11 @@ export const restoring = async (run: Run): Promise<Outcome> => {
         type: 'Warning',
         reason: error ? 'LoadFailed' : 'LoadInterrupted',
         note: `load ${load.attempt} (${load.of}) into ${load.pod} did not finish (${why}); ${
-          verdict === 'untouched' ? `${load.pod} kept the data it had` : `${load.pod} may hold part of it`
+          verdict === 'untouched'
+            ? `${load.pod} kept the data it had`
+            : verdict === 'loaded'
+              ? `${load.pod} holds it`
+              : `${load.pod} may hold part of it`
         }; ${next.of === 'rollback' && load.of === 'restore' ? `rolling back to safety backup ${safety}` : 'loading again'}`,
       },
       { cluster: true },

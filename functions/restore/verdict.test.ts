@@ -59,6 +59,24 @@ describe('the step after a load', () => {
     });
   });
 
+  it('rolls back a load that took more than maxmemory; without a safety backup it says what is at risk', () => {
+    const error = { reason: 'ExceedsMaxmemory', message: 'the loaded data set counts 80 MiB', retry: false };
+    expect(nextStep({ ...base, verdict: 'loaded', load: restore, error })).toEqual({
+      do: 'load',
+      of: 'rollback',
+    });
+    const alone = nextStep({ ...base, safetyBackup: undefined, verdict: 'loaded', load: restore, error });
+    expect(alone).toMatchObject({ do: 'fail', data: 'unknown', reason: 'ExceedsMaxmemory' });
+    expect(alone.do === 'fail' && alone.message).toMatch(
+      /no safety backup to roll back to: raise maxmemory now/,
+    );
+    // A rollback is never refused for it (the guard is off for rollbacks; whatever it says, done).
+    expect(nextStep({ ...base, verdict: 'loaded', load: rollback, error })).toEqual({
+      do: 'finish',
+      data: 'rolledBack',
+    });
+  });
+
   it('loads again after an interruption or a failure that may pass, while attempts remain', () => {
     expect(nextStep({ ...base, verdict: 'untouched', load: restore })).toEqual({ do: 'load', of: 'restore' });
     expect(

@@ -76,6 +76,16 @@ export const nextStep = (o: {
     case 'unreachable':
       return { do: 'wait', why: `${load.pod} does not answer` };
     case 'loaded':
+      // Loaded, but more than the master's maxmemory: promoted, Redis evicts (or refuses writes).
+      if (load.of === 'restore' && error?.reason === 'ExceedsMaxmemory') {
+        if (o.safetyBackup) return { do: 'load', of: 'rollback' };
+        return {
+          do: 'fail',
+          data: 'unknown',
+          reason: error.reason,
+          message: `${error.message}; ${load.pod} holds the backup's data over that limit and there is no safety backup to roll back to: raise maxmemory now, before Redis evicts more of it`,
+        };
+      }
       return { do: 'finish', data: load.of === 'restore' ? 'restored' : 'rolledBack' };
     case 'untouched':
       if (load.of === 'restore') {

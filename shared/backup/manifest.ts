@@ -17,8 +17,9 @@ export const zManifest = z.object({
    * The server of a RedisCluster's RDB snapshot; usedMemory: what the data set took in its memory
    * (used_memory), which a restore weighs against the target's memory limit (absent before
    * 2026-11-26); maxmemoryUsage: what of it counted against maxmemory there (used_memory less
-   * mem_not_counted_for_evict), which a restore weighs against the target's maxmemory (absent
-   * before 2026-11-27).
+   * mem_not_counted_for_evict), which a restore weighs against the target's maxmemory, and the
+   * source's maxmemory (bytes, 0: none), under which that count was kept (both absent before
+   * 2026-11-27).
    */
   redis: z
     .object({
@@ -26,6 +27,7 @@ export const zManifest = z.object({
       version: z.string(),
       usedMemory: z.number().int().nonnegative().optional(),
       maxmemoryUsage: z.number().int().nonnegative().optional(),
+      maxmemory: z.number().int().nonnegative().optional(),
     })
     .optional(),
   /** The server of an EtcdCluster's snapshot (a bbolt database file, its SHA-256 appended by etcd). */

@@ -52,45 +52,56 @@ describe('memoryProblem', () => {
 
 describe('maxmemoryProblem', () => {
   const MiB = 2 ** 20;
+  const lru = { bytes: 64 * MiB, policy: 'allkeys-lru' };
   it('refuses a data set that counted more than the master will hold, saying what Redis would do', () => {
+    expect(maxmemoryProblem({ target: lru, counted: 80 * MiB, used: 78 * MiB, of: 'backup' })).toMatch(
+      /the backup's data set counted 80 MiB against maxmemory where it was taken, more than the master's maxmemory of 64 MiB: with maxmemory-policy allkeys-lru Redis would evict keys of the restored data .*; set spec.config.maxmemory to at least 81mb and, once the master runs with it, restore again/,
+    );
     expect(
       maxmemoryProblem({
-        maxmemory: { bytes: 64 * MiB, policy: 'allkeys-lru' },
+        target: { bytes: 64 * MiB, policy: 'noeviction' },
         counted: 65 * MiB,
-        used: 60 * MiB,
+        of: 'loaded',
       }),
     ).toMatch(
-      /counted 65 MiB against maxmemory where it was taken, more than the master's maxmemory of 64 MiB: with maxmemory-policy allkeys-lru Redis would evict keys of the restored data/,
+      /^the loaded data set counts 65 MiB .*noeviction the master would refuse every write that needs memory/,
     );
     expect(
-      maxmemoryProblem({ maxmemory: { bytes: 64 * MiB, policy: 'noeviction' }, counted: 65 * MiB }),
-    ).toMatch(
-      /noeviction the master would refuse every write once it serves again; raise spec.config.maxmemory above 65 MiB/,
-    );
+      maxmemoryProblem({
+        target: { bytes: 64 * MiB, policy: 'volatile-lru' },
+        counted: 65 * MiB,
+        of: 'backup',
+      }),
+    ).toMatch(/evict restored keys that have a TTL .* and refuse writes that need memory once none is left/);
   });
 
-  it('weighs what counted against maxmemory, not the buffers Redis leaves out', () => {
-    // used_memory above the limit only by its replication backlog: a full LRU cache's own backup.
-    expect(
-      maxmemoryProblem({
-        maxmemory: { bytes: 64 * MiB, policy: 'allkeys-lru' },
-        counted: 64 * MiB,
-        used: 66 * MiB,
-      }),
-    ).toBeUndefined();
+  it("lets through a full cache's own backup: its count sits just above the limit it lived under", () => {
+    // Redis evicts before each write, so an LRU cache at its limit counts a write's worth above it.
+    const full = 64 * MiB + 200_000;
+    expect(maxmemoryProblem({ target: lru, source: 64 * MiB, counted: full, of: 'backup' })).toBeUndefined();
+    expect(maxmemoryProblem({ target: lru, source: 64 * MiB, counted: full, of: 'loaded' })).toBeUndefined();
+    // ...but not into a smaller limit, nor from a source without one.
+    expect(maxmemoryProblem({ target: lru, source: 128 * MiB, counted: full, of: 'backup' })).toMatch(
+      /counted 64 MiB/,
+    );
+    expect(maxmemoryProblem({ target: lru, source: 0, counted: full, of: 'backup' })).toMatch(
+      /at least 66mb/,
+    );
   });
 
   it('falls back to used_memory for an older manifest, and says so', () => {
     expect(
-      maxmemoryProblem({ maxmemory: { bytes: 64 * MiB, policy: 'volatile-ttl' }, used: 66 * MiB }),
+      maxmemoryProblem({ target: { bytes: 64 * MiB, policy: 'allkeys-lru' }, used: 66 * MiB, of: 'backup' }),
     ).toMatch(
       /counted 66 MiB against maxmemory where it was taken \(used_memory: this backup predates the finer figure\)/,
     );
   });
 
   it('lets through what it cannot weigh, and a master without maxmemory', () => {
-    expect(maxmemoryProblem({ maxmemory: { bytes: 0, policy: 'noeviction' }, counted: GiB })).toBeUndefined();
-    expect(maxmemoryProblem({ counted: GiB })).toBeUndefined();
-    expect(maxmemoryProblem({ maxmemory: { bytes: 64 * MiB, policy: 'allkeys-lru' } })).toBeUndefined();
+    expect(
+      maxmemoryProblem({ target: { bytes: 0, policy: 'noeviction' }, counted: GiB, of: 'backup' }),
+    ).toBeUndefined();
+    expect(maxmemoryProblem({ counted: GiB, of: 'backup' })).toBeUndefined();
+    expect(maxmemoryProblem({ target: lru, of: 'backup' })).toBeUndefined();
   });
 });

@@ -6,10 +6,11 @@ import { FeedError, startFeed } from './feed.ts';
 
 export type LoadTarget = { host: string; port: number; password: string };
 
-/** What the target says of its link to the feed. */
+/** What the target says of its link to the feed, and of its memory against its maxmemory. */
 const linkOf = async (c: RedisClient) => {
   const s = parseInfo(String(await c.command('INFO', 'all')));
   const r = s.replication ?? {};
+  const m = s.memory ?? {};
   return {
     replid: r.master_replid,
     up: r.master_link_status === 'up',
@@ -19,6 +20,8 @@ const linkOf = async (c: RedisClient) => {
       (n, db) => n + Number(/(?:^|,)keys=(\d+)/.exec(db)?.[1] ?? 0),
       0,
     ),
+    maxmemory: { bytes: Number(m.maxmemory ?? 0), policy: m.maxmemory_policy ?? '' },
+    counted: Math.max(0, Number(m.used_memory ?? 0) - Number(m.mem_not_counted_for_evict ?? 0)),
   };
 };
 
@@ -80,24 +83,42 @@ export const memoryProblem = (t: { limit?: number | undefined; incoming?: number
 /**
  * Why a data set cannot be restored under the target's maxmemory: the master loads it as a replica
  * (replicas ignore maxmemory), and once it serves as master again Redis enforces the limit —
- * evicting keys of the restored data under an eviction policy, refusing every write under
- * noeviction. Weighed with what the data set counted against maxmemory where it was backed up
- * (`counted`; older manifests give only used_memory, which also counts buffers).
+ * evicting keys of the restored data under an eviction policy, refusing writes that need memory
+ * under noeviction. Weighed before the load with what the data set counted against maxmemory where
+ * it was backed up (older manifests give only used_memory, which also counts buffers), and after
+ * it, still a replica, with the target's own count. A data set that lived under a maxmemory no
+ * larger than the target's passes either way: there Redis trimmed it on every write as it will here
+ * (a full cache's count sits just above its limit, by the last write), so what is over is not data
+ * a restore loses.
  */
 export const maxmemoryProblem = (t: {
-  maxmemory?: { bytes: number; policy: string } | undefined;
+  /** The target master's maxmemory now (bytes; 0: none) and policy. */
+  target?: { bytes: number; policy: string } | undefined;
+  /** The source's maxmemory when the backup was taken, when recorded (0: none). */
+  source?: number | undefined;
   counted?: number | undefined;
   used?: number | undefined;
+  /** Whose count it is: the backup's (before the load) or the loaded data set's (after it). */
+  of: 'backup' | 'loaded';
 }) => {
+  const m = t.target;
   const incoming = t.counted ?? t.used;
-  const m = t.maxmemory;
   if (!m || m.bytes === 0 || incoming === undefined || incoming <= m.bytes) return undefined;
-  const outcome =
-    m.policy === 'noeviction'
-      ? 'with maxmemory-policy noeviction the master would refuse every write once it serves again'
-      : `with maxmemory-policy ${m.policy} Redis would evict keys of the restored data as soon as the master serves again`;
-  return `the backup's data set counted ${mib(incoming)} against maxmemory where it was taken${t.counted === undefined ? ' (used_memory: this backup predates the finer figure)' : ''}, more than the master's maxmemory of ${mib(m.bytes)}: ${outcome}; raise spec.config.maxmemory above ${mib(incoming)}, or restore into a cluster with room for it`;
+  if (t.source !== undefined && t.source > 0 && t.source <= m.bytes) return undefined;
+  const count =
+    t.of === 'loaded'
+      ? `the loaded data set counts ${mib(incoming)} against maxmemory`
+      : `the backup's data set counted ${mib(incoming)} against maxmemory where it was taken${t.counted === undefined ? ' (used_memory: this backup predates the finer figure)' : ''}`;
+  return `${count}, more than the master's maxmemory of ${mib(m.bytes)}: ${overMaxmemory(m.policy)}; set spec.config.maxmemory to at least ${Math.ceil(incoming / 2 ** 20) + 1}mb and, once the master runs with it, restore again`;
 };
+
+/** What Redis does with a master's data set over its maxmemory, by policy. */
+const overMaxmemory = (policy: string) =>
+  policy === 'noeviction'
+    ? 'with maxmemory-policy noeviction the master would refuse every write that needs memory once it serves again'
+    : policy.startsWith('volatile-')
+      ? `with maxmemory-policy ${policy} Redis would evict restored keys that have a TTL as soon as the master serves again, and refuse writes that need memory once none is left`
+      : `with maxmemory-policy ${policy} Redis would evict keys of the restored data as soon as the master serves again`;
 
 /**
  * Replaces the data set of one running Redis server with an RDB, natively: the server replicates
@@ -135,6 +156,13 @@ export const loadRdb = async (o: {
    * sees it: the loaded data carries it (master_replid, then master_replid2 once promoted).
    */
   replid?: string;
+  /**
+   * Check, while the target is still a replica (which ignores maxmemory), that the loaded data set
+   * fits its maxmemory (maxmemoryProblem, with the target's own count); one that does not fails the
+   * load with `ExceedsMaxmemory` — promoted, it would be evicted or refuse writes. With the
+   * source's maxmemory when the backup recorded it. Absent for a rollback, which must not be refused.
+   */
+  maxmemoryGuard?: { sourceMaxmemory?: number | undefined };
 }): Promise<{ bytes: number; keys: number; replid: string }> => {
   const deadline = Date.now() + (o.timeoutMs ?? 30 * 60_000);
   const feed = await startFeed({
@@ -166,6 +194,15 @@ export const loadRdb = async (o: {
     for (;;) {
       const link = await linkOf(control);
       if (link.up && !link.syncing && !link.loading && link.replid === feed.replid) {
+        const over =
+          o.maxmemoryGuard &&
+          maxmemoryProblem({
+            target: link.maxmemory,
+            source: o.maxmemoryGuard.sourceMaxmemory,
+            counted: link.counted,
+            of: 'loaded',
+          });
+        if (over) throw new FeedError('ExceedsMaxmemory', over, false);
         o.fence?.();
         await control.command('REPLICAOF', 'NO', 'ONE');
         return { bytes, keys: link.keys, replid: feed.replid };

@@ -190,6 +190,7 @@ describe('backup', () => {
     const { usedMemory = 0, maxmemoryUsage = 0 } = manifest.redis ?? {};
     expect(maxmemoryUsage).toBeGreaterThan(0);
     expect(maxmemoryUsage).toBeLessThanOrEqual(usedMemory);
+    expect(manifest.redis?.maxmemory).toBe(0); // cache has no maxmemory
     // Decrypted and decompressed, a valid RDB with the cluster's content.
     expectSameContent(
       await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),

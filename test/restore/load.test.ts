@@ -155,6 +155,49 @@ describe('loading an RDB into a running server through the replication protocol'
     second.t.close();
   });
 
+  it("refuses, while still a replica, a loaded data set over the target's maxmemory: promoted, Redis would evict it", async () => {
+    const big = await start({});
+    const b = await big.client();
+    await fillRandom(b, 6, 'big');
+    const expected = await contentOf(b);
+    b.close();
+    const load = async (maxmemory: string, guard: boolean) => {
+      const target = await start({
+        password: 'pw',
+        args: ['--maxmemory', maxmemory, '--maxmemory-policy', 'allkeys-lru'],
+      });
+      const t = await target.client();
+      const loaded = loadRdb({
+        target: { host: target.host, port: target.port, password: 'pw' },
+        feedHost: '127.0.0.1',
+        targetPeer: '127.0.0.1',
+        open: snapshotOf(big),
+        timeoutMs: 30_000,
+        ...(guard ? { maxmemoryGuard: {} } : {}),
+      });
+      return { t, loaded };
+    };
+    // Unguarded, the load "succeeds" and Redis evicts the restored keys as soon as it serves.
+    const unguarded = await load('3mb', false);
+    await unguarded.loaded;
+    expect(Number(await unguarded.t.call('DBSIZE'))).toBeLessThan(expected.values.size);
+    unguarded.t.close();
+    // Guarded: refused with the target's own count, before it served as master.
+    const guarded = await load('3mb', true);
+    await expect(guarded.loaded).rejects.toMatchObject({
+      reason: 'ExceedsMaxmemory',
+      message: expect.stringMatching(
+        /the loaded data set counts \d+ MiB against maxmemory, more than the master's maxmemory of 3 MiB: with maxmemory-policy allkeys-lru Redis would evict/,
+      ),
+    });
+    guarded.t.close();
+    // With room for it, the guard lets it through, every key there.
+    const roomy = await load('64mb', true);
+    await roomy.loaded;
+    expectSameContent(await contentOf(roomy.t), expected);
+    roomy.t.close();
+  });
+
   it('gives the data to no one but the target, and only with its password', async () => {
     let opened = 0;
     const open = async () => {

@@ -6,9 +6,10 @@ import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup } from '../../shared/api/generated.ts';
+import { openSnapshot } from '../../shared/redis/snapshot.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
-import type { TestServer } from '../backup/support/servers.ts';
+import { startServer, type TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
@@ -117,9 +118,9 @@ describe('restore', () => {
     name: string,
     magic: string,
     redis: Record<string, unknown>,
-    o: { changedAfter?: boolean } = {},
+    o: { changedAfter?: boolean; rdb?: Buffer } = {},
   ) => {
-    const rdb = Buffer.concat([Buffer.from(magic), randomBytes(4096)]);
+    const rdb = o.rdb ?? Buffer.concat([Buffer.from(magic), randomBytes(4096)]);
     const k = `${prefix}/foreign/${name}.rdb`;
     await store.put(k, rdb, 'application/octet-stream');
     const manifest = {
@@ -471,7 +472,14 @@ describe('restore', () => {
     const over = await putForeign(
       'over-maxmemory',
       'REDIS0010',
-      { product: 'redis', version: '7.0.15', usedMemory: 82 * 2 ** 20, maxmemoryUsage: 80 * 2 ** 20 },
+      // Kept under a larger maxmemory where it was taken: over this master's, it is data Redis would evict.
+      {
+        product: 'redis',
+        version: '7.0.15',
+        usedMemory: 82 * 2 ** 20,
+        maxmemoryUsage: 80 * 2 ** 20,
+        maxmemory: 128 * 2 ** 20,
+      },
       { changedAfter: true },
     );
     await rs.create('r-over', {
@@ -481,11 +489,42 @@ describe('restore', () => {
     const refused = await rs.ended('r-over', 'Failed');
     expect(refused.status?.error).toMatchObject({ reason: 'ExceedsMaxmemory' });
     expect(refused.status?.error?.message).toMatch(
-      /counted 80 MiB against maxmemory .* maxmemory of 64 MiB: with maxmemory-policy allkeys-lru Redis would evict keys of the restored data/,
+      /counted 80 MiB against maxmemory .* maxmemory of 64 MiB: with maxmemory-policy allkeys-lru Redis would evict keys of the restored data .* at least 81mb/,
     );
     expect(conditionOf(refused, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
     expect((await cloneData.replicationOf(master)).master_replid).toBe(replid);
     await expect(bk.get('r-over-safety')).rejects.toMatchObject({ code: 404 });
+    await expectClone(b1Content);
+  });
+
+  it("rolls back a load that the master's maxmemory would evict, found while it is still a replica", async () => {
+    // 72 MiB from a server of its own, under a manifest from before the memory figures: nothing to
+    // weigh before the load. Loaded, the data set counts more than clone's maxmemory of 64 MiB.
+    const src = await startServer({});
+    servers.push(src);
+    const c = await src.client();
+    await fillRandom(c, 72, 'over');
+    c.close();
+    const snap = await openSnapshot({ host: src.host, port: src.port });
+    const chunks: Buffer[] = [];
+    for await (const chunk of snap.rdb) chunks.push(chunk as Buffer);
+    const k = await putForeign(
+      'evicted',
+      'REDIS',
+      { product: 'redis', version: '7.0.15' },
+      { rdb: Buffer.concat(chunks) },
+    );
+    await rs.create('r-evict', {
+      cluster: { name: 'clone' },
+      source: { s3: { store: plainStore(), key: k } },
+    });
+    const r = await rs.ended('r-evict', 'RolledBack', 180_000);
+    expect(r.status?.error?.reason).toBe('ExceedsMaxmemory');
+    expect(r.status?.error?.message).toMatch(
+      /the loaded data set counts \d+ MiB against maxmemory, more than the master's maxmemory of 64 MiB: with maxmemory-policy allkeys-lru/,
+    );
+    expect(conditionOf(r, 'ClusterData')).toMatchObject({ status: 'False', reason: 'RolledBack' });
+    await rdc.ready('clone');
     await expectClone(b1Content);
   });
 

@@ -34,6 +34,7 @@ export const redisTarget = async (
         product: i.product ?? 'redis',
         version: i.version ?? 'unknown',
         ...(i.memory ? { usedMemory: i.memory.used, maxmemoryUsage: i.memory.counted } : {}),
+        ...(i.maxmemory ? { maxmemory: i.maxmemory.bytes } : {}),
         instance: i,
       }));
       return { list, none: noSourceReason(instances, o) };

@@ -13,6 +13,8 @@ export type SnapshotSource = {
   readonly usedMemory?: number;
   /** What of it Redis weighs against maxmemory (used_memory less its replication and AOF buffers). */
   readonly maxmemoryUsage?: number;
+  /** Its maxmemory (bytes, 0: none), under which Redis kept that count. */
+  readonly maxmemory?: number;
 };
 
 export type OpenedSnapshot = {
