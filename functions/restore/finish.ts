@@ -5,7 +5,7 @@ import { publishOutcome, recordEvent, recordMetrics } from './report.ts';
 import { CONDITION, DATA_CONDITION, formatDuration, iso, type Run, withConditions } from './run.ts';
 
 /** Which data the cluster holds when a Restore ends. */
-export type ClusterData = 'restored' | 'untouched' | 'rolledBack' | 'unknown';
+export type ClusterData = 'restored' | 'untouched' | 'rolledBack' | 'unknown' | 'overMaxmemory';
 
 export const dataCondition = (
   data: ClusterData,
@@ -39,6 +39,13 @@ export const dataCondition = (
         status: 'Unknown',
         reason: 'Unknown',
         message: 'the master was given a whole RDB it did not load: its data may be incomplete; check it',
+      };
+    case 'overMaxmemory':
+      return {
+        type: DATA_CONDITION,
+        status: 'Unknown',
+        reason: 'OverMaxmemory',
+        message: `the master loaded the data of ${o.source}, more than its maxmemory holds, and there was no safety backup to roll back to: Redis evicts keys of it (or refuses writes that need memory) until maxmemory is raised; check it`,
       };
   }
 };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
-import { loadModeFor, loadRdb } from '../../shared/restore/load.ts';
+import { loadModeFor, loadRdb, maxmemoryProblem } from '../../shared/restore/load.ts';
 import { failpoint } from '../../shared/runtime/failpoints.ts';
 import { LockLostError, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { markRestoring } from './cluster-status.ts';
@@ -11,7 +11,7 @@ import { describeSync, waitForReplicas } from './replicas.ts';
 import { recordEvent } from './report.ts';
 import { enterPhase, iso, progressWriter, type Run } from './run.ts';
 import { type Resolved, resolveSource } from './source.ts';
-import type { Load, LoadKind, SourceRef } from './state.ts';
+import { type Load, type LoadKind, loadFailure, type SourceRef } from './state.ts';
 import { holdLast } from './stream.ts';
 import { beforeLoad, command, inspectOrUndefined, probeCluster, servingMaster } from './target.ts';
 import { judgeLoad, needsPromotion, nextStep } from './verdict.ts';
@@ -36,6 +36,18 @@ const refOf = (run: Run, of: LoadKind): SourceRef | undefined =>
   of === 'restore'
     ? run.loaded.state.source
     : { kind: 'backup', name: run.loaded.restore.status?.safetyBackup ?? '', uid: '' };
+
+/** The loaded data set refused for maxmemory, recorded before the target is promoted. */
+const recordRefusal = async (run: Run, message: string) => {
+  failpoint('restore.refusing');
+  const s = run.loaded.state;
+  if (s.load)
+    await run.loaded.writeState({
+      ...s,
+      load: { ...s.load, refused: { reason: 'ExceedsMaxmemory', message } },
+    });
+  failpoint('restore.refused');
+};
 
 /**
  * One load into the master: recorded first (the feed's replication id, what the master was), the
@@ -68,6 +80,16 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
     before,
     rdbSize: resolved.source.rdbSize,
     startedAt: iso(run.ctx.clock()),
+    // A restore's load is checked against maxmemory; a rollback's never is.
+    ...(of === 'restore'
+      ? {
+          guard: {
+            ...(resolved.source.redis?.maxmemory === undefined
+              ? {}
+              : { sourceMaxmemory: resolved.source.redis.maxmemory }),
+          },
+        }
+      : {}),
   };
   await run.loaded.writeState({
     ...state,
@@ -115,7 +137,14 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
       }),
       timeoutMs: LOAD_TIMEOUT_MS,
       mode,
-      ...(of === 'restore' ? { maxmemoryGuard: { sourceMaxmemory: resolved.source.redis?.maxmemory } } : {}),
+      ...(load.guard
+        ? {
+            maxmemoryGuard: {
+              sourceMaxmemory: load.guard.sourceMaxmemory,
+              record: (message: string) => recordRefusal(run, message),
+            },
+          }
+        : {}),
       signal: run.ctx.signal,
       fence: run.ctx.fence,
       onProgress: progress.onProgress,
@@ -142,17 +171,31 @@ export const restoring = async (run: Run): Promise<Outcome> => {
   if (!('load' in first)) return first;
   let attempt: Attempt = first;
   for (;;) {
-    const { load, error } = attempt;
     const { instances, passwords } = await probeCluster(run);
-    const t = instances.find((i) => i.pod === load.pod);
+    const t = instances.find((i) => i.pod === attempt.load.pod);
     const password = passwords[t?.password ?? 0] ?? '';
     let seen = t?.ip ? await inspectOrUndefined(t.ip, password) : undefined;
-    if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, load.feedHost)) {
-      // Left following a feed that is gone: a master again, with whatever data it holds.
+    if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, attempt.load.feedHost)) {
+      // Left following a feed that is gone: a master again, with whatever data it holds. Still a
+      // replica, its count of loaded data tells whether maxmemory would evict it (a run that
+      // stopped before recording the refusal): recorded first, as loadRdb does.
+      const g = attempt.load.guard;
+      const over =
+        g && !attempt.load.refused && judgeLoad(attempt.load, seen.now) === 'loaded'
+          ? maxmemoryProblem({
+              target: seen.maxmemory,
+              source: g.sourceMaxmemory,
+              counted: seen.counted,
+              of: 'loaded',
+            })
+          : undefined;
+      if (over) await recordRefusal(run, over);
       run.ctx.fence();
       await command(t.ip, password, 'REPLICAOF', 'NO', 'ONE');
       seen = await inspectOrUndefined(t.ip, password);
     }
+    const load = run.loaded.state.load ?? attempt.load;
+    const error = loadFailure(load, attempt.error);
     const verdict = judgeLoad(load, seen?.now);
     const state = run.loaded.state;
     const safety = run.loaded.restore.status?.safetyBackup;

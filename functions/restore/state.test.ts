@@ -1,5 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { emptyState, type RestoreState, STATE_ANNOTATION, serializeState, stateOf } from './state.ts';
+import {
+  emptyState,
+  type Load,
+  loadFailure,
+  type RestoreState,
+  STATE_ANNOTATION,
+  serializeState,
+  stateOf,
+} from './state.ts';
+
+const aLoad: Load = {
+  of: 'restore',
+  attempt: 1,
+  replid: 'f'.repeat(40),
+  pod: 'cache-0',
+  feedHost: '10.0.0.1',
+  delivered: true,
+  before: { runId: 'r', replid: 'a'.repeat(40), offset: 10, keys: 3, disklessLoad: 'disabled' },
+  rdbSize: 100,
+  startedAt: '2026-11-23T10:00:00Z',
+};
 
 describe('restore state (annotation)', () => {
   it('starts empty and reads back what was written', () => {
@@ -8,17 +28,7 @@ describe('restore state (annotation)', () => {
       ...emptyState(),
       source: { kind: 'backup', name: 'b1', uid: 'u' },
       loads: 2,
-      load: {
-        of: 'restore',
-        attempt: 2,
-        replid: 'f'.repeat(40),
-        pod: 'cache-0',
-        feedHost: '10.0.0.1',
-        delivered: true,
-        before: { runId: 'r', replid: 'a'.repeat(40), offset: 10, keys: 3, disklessLoad: 'disabled' },
-        rdbSize: 100,
-        startedAt: '2026-11-23T10:00:00Z',
-      },
+      load: { ...aLoad, attempt: 2, guard: { sourceMaxmemory: 0 } },
     };
     expect(stateOf({ [STATE_ANNOTATION]: serializeState(s) })).toEqual(s);
   });
@@ -34,5 +44,22 @@ describe('restore state (annotation)', () => {
       expect(caught, bad).toMatchObject({ reason: 'StateUnreadable', retry: false });
       expect(String((caught as Error).message)).toContain(STATE_ANNOTATION);
     }
+  });
+});
+
+describe("a load's failure", () => {
+  const load = aLoad;
+  it('is the refusal recorded before a stop when this run saw none, and the error it saw otherwise', () => {
+    const refused = { ...load, refused: { reason: 'ExceedsMaxmemory', message: 'counts 80 MiB' } };
+    // Read back from the annotation, as a redelivered run does.
+    const again = stateOf({ [STATE_ANNOTATION]: serializeState({ ...emptyState(), load: refused }) }).load;
+    expect(again && loadFailure(again, undefined)).toEqual({
+      reason: 'ExceedsMaxmemory',
+      message: 'counts 80 MiB',
+      retry: false,
+    });
+    const seen = { reason: 'Timeout', message: 'slow', retry: true };
+    expect(loadFailure(refused, seen)).toBe(seen);
+    expect(loadFailure(load, undefined)).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Failure } from './errors.ts';
 
 /**
  * Where a Restore keeps what its runs must agree on (the status has no place for it, and its
@@ -47,8 +48,22 @@ export const zLoad = z.object({
   /** Bytes of the RDB loaded. */
   rdbSize: z.number().int().nonnegative(),
   startedAt: z.string(),
+  /**
+   * A restore's load (never a rollback's) is checked against the target's maxmemory before it is
+   * promoted; with the source's maxmemory, when the backup recorded it.
+   */
+  guard: z.object({ sourceMaxmemory: z.number().int().nonnegative().optional() }).optional(),
+  /**
+   * Set before the target is promoted when its loaded data set was refused (ExceedsMaxmemory): a
+   * run that stops right after still rolls back, where the data alone would read as restored.
+   */
+  refused: z.object({ reason: z.string(), message: z.string() }).optional(),
 });
 export type Load = z.infer<typeof zLoad>;
+
+/** A load's own failure: the error this run saw, or the refusal recorded before a stop. */
+export const loadFailure = (load: Load, error: Failure | undefined): Failure | undefined =>
+  error ?? (load.refused ? { ...load.refused, retry: false } : undefined);
 
 export const zRestoreState = z.object({
   source: zSourceRef.optional(),

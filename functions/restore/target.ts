@@ -4,6 +4,7 @@ import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
 import { type Instance, probeInstances } from '../../shared/rediscluster/probe.ts';
+import { maxmemoryCount } from '../../shared/restore/load.ts';
 import { RestoreError } from './errors.ts';
 import type { Run } from './run.ts';
 import type { Before } from './state.ts';
@@ -66,7 +67,14 @@ export const inspect = async (ip: string, password: string) => {
       masterHost: r.role === 'replica' ? r.masterHost : undefined,
       loading: persistence.loading === '1' || persistence.async_loading === '1',
     };
-    return { now, offset: r.offset, keys, runId: sections.server?.run_id ?? '', ...serverVersion(sections) };
+    return {
+      now,
+      offset: r.offset,
+      keys,
+      runId: sections.server?.run_id ?? '',
+      ...serverVersion(sections),
+      ...maxmemoryCount(sections.memory),
+    };
   } finally {
     c.close();
   }

@@ -66,10 +66,8 @@ describe('the step after a load', () => {
       of: 'rollback',
     });
     const alone = nextStep({ ...base, safetyBackup: undefined, verdict: 'loaded', load: restore, error });
-    expect(alone).toMatchObject({ do: 'fail', data: 'unknown', reason: 'ExceedsMaxmemory' });
-    expect(alone.do === 'fail' && alone.message).toMatch(
-      /no safety backup to roll back to: raise maxmemory now/,
-    );
+    expect(alone).toMatchObject({ do: 'fail', data: 'overMaxmemory', reason: 'ExceedsMaxmemory' });
+    expect(alone.do === 'fail' && alone.message).toMatch(/no safety backup to roll back to: it serves it/);
     // A rollback is never refused for it (the guard is off for rollbacks; whatever it says, done).
     expect(nextStep({ ...base, verdict: 'loaded', load: rollback, error })).toEqual({
       do: 'finish',

@@ -43,8 +43,11 @@ export type Next =
   | { readonly do: 'load'; readonly of: LoadKind }
   | {
       readonly do: 'fail';
-      /** Which data the cluster holds now: its own from before the restore, or no one knows. */
-      readonly data: 'untouched' | 'unknown';
+      /**
+       * Which data the cluster holds now: its own from before the restore, no one knows, or the
+       * backup's over the master's maxmemory.
+       */
+      readonly data: 'untouched' | 'unknown' | 'overMaxmemory';
       readonly reason: string;
       readonly message: string;
     };
@@ -81,9 +84,9 @@ export const nextStep = (o: {
         if (o.safetyBackup) return { do: 'load', of: 'rollback' };
         return {
           do: 'fail',
-          data: 'unknown',
+          data: 'overMaxmemory',
           reason: error.reason,
-          message: `${error.message}; ${load.pod} holds the backup's data over that limit and there is no safety backup to roll back to: raise maxmemory now, before Redis evicts more of it`,
+          message: `${error.message}; ${load.pod} holds the backup's data over that limit and there is no safety backup to roll back to: it serves it, and Redis evicts keys of it as it takes writes (noeviction: refuses writes that need memory) until maxmemory is raised`,
         };
       }
       return { do: 'finish', data: load.of === 'restore' ? 'restored' : 'rolledBack' };

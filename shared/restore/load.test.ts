@@ -80,7 +80,11 @@ describe('maxmemoryProblem', () => {
     const full = 64 * MiB + 200_000;
     expect(maxmemoryProblem({ target: lru, source: 64 * MiB, counted: full, of: 'backup' })).toBeUndefined();
     expect(maxmemoryProblem({ target: lru, source: 64 * MiB, counted: full, of: 'loaded' })).toBeUndefined();
-    // ...but not into a smaller limit, nor from a source without one.
+    // ...but not far over it (another encoding, a noeviction source lowered below its data)...
+    expect(maxmemoryProblem({ target: lru, source: 64 * MiB, counted: 150 * MiB, of: 'loaded' })).toMatch(
+      /counts 150 MiB/,
+    );
+    // ...nor into a smaller limit, nor from a source without one.
     expect(maxmemoryProblem({ target: lru, source: 128 * MiB, counted: full, of: 'backup' })).toMatch(
       /counted 64 MiB/,
     );

@@ -10,7 +10,7 @@ export type LoadTarget = { host: string; port: number; password: string };
 const linkOf = async (c: RedisClient) => {
   const s = parseInfo(String(await c.command('INFO', 'all')));
   const r = s.replication ?? {};
-  const m = s.memory ?? {};
+  const m = s.memory;
   return {
     replid: r.master_replid,
     up: r.master_link_status === 'up',
@@ -20,10 +20,15 @@ const linkOf = async (c: RedisClient) => {
       (n, db) => n + Number(/(?:^|,)keys=(\d+)/.exec(db)?.[1] ?? 0),
       0,
     ),
-    maxmemory: { bytes: Number(m.maxmemory ?? 0), policy: m.maxmemory_policy ?? '' },
-    counted: Math.max(0, Number(m.used_memory ?? 0) - Number(m.mem_not_counted_for_evict ?? 0)),
+    ...maxmemoryCount(m),
   };
 };
+
+/** From INFO memory: the maxmemory (bytes; 0: none) and policy, and what Redis counts against it. */
+export const maxmemoryCount = (m: Record<string, string> | undefined) => ({
+  maxmemory: { bytes: Number(m?.maxmemory ?? 0), policy: m?.maxmemory_policy ?? '' },
+  counted: Math.max(0, Number(m?.used_memory ?? 0) - Number(m?.mem_not_counted_for_evict ?? 0)),
+});
 
 export type LoadMode = 'disk' | 'memory';
 
@@ -87,9 +92,9 @@ export const memoryProblem = (t: { limit?: number | undefined; incoming?: number
  * under noeviction. Weighed before the load with what the data set counted against maxmemory where
  * it was backed up (older manifests give only used_memory, which also counts buffers), and after
  * it, still a replica, with the target's own count. A data set that lived under a maxmemory no
- * larger than the target's passes either way: there Redis trimmed it on every write as it will here
- * (a full cache's count sits just above its limit, by the last write), so what is over is not data
- * a restore loses.
+ * larger than the target's may be over it by a little (overshoot): there Redis trimmed it on every
+ * write as it will here (a full cache's count sits just above its limit, by the last writes), so
+ * that much is not data a restore loses.
  */
 export const maxmemoryProblem = (t: {
   /** The target master's maxmemory now (bytes; 0: none) and policy. */
@@ -104,13 +109,27 @@ export const maxmemoryProblem = (t: {
   const m = t.target;
   const incoming = t.counted ?? t.used;
   if (!m || m.bytes === 0 || incoming === undefined || incoming <= m.bytes) return undefined;
-  if (t.source !== undefined && t.source > 0 && t.source <= m.bytes) return undefined;
+  // Kept under a limit no larger: over only by the last writes before eviction caught up.
+  if (
+    t.source !== undefined &&
+    t.source > 0 &&
+    t.source <= m.bytes &&
+    incoming <= m.bytes + overshoot(m.bytes)
+  )
+    return undefined;
   const count =
     t.of === 'loaded'
       ? `the loaded data set counts ${mib(incoming)} against maxmemory`
       : `the backup's data set counted ${mib(incoming)} against maxmemory where it was taken${t.counted === undefined ? ' (used_memory: this backup predates the finer figure)' : ''}`;
   return `${count}, more than the master's maxmemory of ${mib(m.bytes)}: ${overMaxmemory(m.policy)}; set spec.config.maxmemory to at least ${Math.ceil(incoming / 2 ** 20) + 1}mb and, once the master runs with it, restore again`;
 };
+
+/**
+ * How far over its maxmemory a data set kept under it may count: Redis evicts before each write,
+ * so a full one sits above by its last writes. More is data the limit would evict, or another
+ * encoding's: refused.
+ */
+const overshoot = (maxmemory: number) => Math.max(2 ** 20, maxmemory / 100);
 
 /** What Redis does with a master's data set over its maxmemory, by policy. */
 const overMaxmemory = (policy: string) =>
@@ -161,8 +180,10 @@ export const loadRdb = async (o: {
    * fits its maxmemory (maxmemoryProblem, with the target's own count); one that does not fails the
    * load with `ExceedsMaxmemory` — promoted, it would be evicted or refuse writes. With the
    * source's maxmemory when the backup recorded it. Absent for a rollback, which must not be refused.
+   * `record` is awaited before anything else: once the target is promoted its count no longer tells
+   * (Redis evicts down to the limit), so a caller that stops here must find the refusal recorded.
    */
-  maxmemoryGuard?: { sourceMaxmemory?: number | undefined };
+  maxmemoryGuard?: { sourceMaxmemory?: number | undefined; record?: (message: string) => Promise<void> };
 }): Promise<{ bytes: number; keys: number; replid: string }> => {
   const deadline = Date.now() + (o.timeoutMs ?? 30 * 60_000);
   const feed = await startFeed({
@@ -175,6 +196,7 @@ export const loadRdb = async (o: {
     ...(o.replid ? { replid: o.replid } : {}),
   });
   const control = await connectRedis({ ...o.target, connectTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+  let keepReplica = false;
   try {
     await control.command('CONFIG', 'SET', 'repl-diskless-load', o.mode === 'memory' ? 'swapdb' : 'disabled');
     await control.command('CONFIG', 'SET', 'masterauth', o.target.password);
@@ -202,7 +224,14 @@ export const loadRdb = async (o: {
             counted: link.counted,
             of: 'loaded',
           });
-        if (over) throw new FeedError('ExceedsMaxmemory', over, false);
+        if (over) {
+          // Unrecorded, a promoted target's count would no longer tell (Redis evicts down to the
+          // limit): until the refusal is recorded it stays a replica, for the next run to judge.
+          keepReplica = true;
+          await o.maxmemoryGuard?.record?.(over);
+          keepReplica = false;
+          throw new FeedError('ExceedsMaxmemory', over, false);
+        }
         o.fence?.();
         await control.command('REPLICAOF', 'NO', 'ONE');
         return { bytes, keys: link.keys, replid: feed.replid };
@@ -223,7 +252,7 @@ export const loadRdb = async (o: {
         return false;
       }
     })();
-    if (mayAct) await control.command('REPLICAOF', 'NO', 'ONE').catch(() => undefined);
+    if (mayAct && !keepReplica) await control.command('REPLICAOF', 'NO', 'ONE').catch(() => undefined);
     throw error;
   } finally {
     control.close();

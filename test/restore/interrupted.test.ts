@@ -4,14 +4,28 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { backups, bedStoreSpec, createS3Credentials, restoredContent } from '../backup/support/backups.ts';
+import {
+  backups,
+  bedStore,
+  bedStoreSpec,
+  createS3Credentials,
+  restoredContent,
+} from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import { EVENTS_RECORDED, eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
-import { clusterData, conditionOf, lastOutcome, restores, startRestoreFunction } from './support.ts';
+import {
+  clusterData,
+  conditionOf,
+  lastOutcome,
+  putForeignObject,
+  randomRdb,
+  restores,
+  startRestoreFunction,
+} from './support.ts';
 
 const stateOf = (r: Restore) =>
   JSON.parse(r.metadata.annotations?.['tideway.dev/restore-state'] ?? '{}') as {
@@ -294,5 +308,76 @@ describe('restore interrupted', () => {
       name: 'r4',
     });
     expect(ce.data).toMatchObject({ phase: 'RolledBack', data: 'rolledBack', safetyBackup: 'r4-safety' });
+  });
+
+  it('stopped just before or after recording that the loaded data set is over maxmemory: the next run still rolls back', async () => {
+    // Last in this file: cache gets a maxmemory its data fits (a rolling change of its config).
+    const config = { maxmemory: '64mb', 'maxmemory-policy': 'allkeys-lru' };
+    await rdc.apply('cache', {
+      version: '7.0',
+      replicas: 3,
+      backup: { store: bedStoreSpec(b, `e2e/${ns}`) },
+      config,
+    });
+    await until(
+      'every instance running with maxmemory 64mb',
+      async () => {
+        const all = await Promise.all(
+          (await data.pods()).map(async (p) => {
+            const c = await data.clientOf(p);
+            try {
+              return String(await c.call('CONFIG', 'GET', 'maxmemory')).includes(String(64 * 2 ** 20));
+            } finally {
+              c.close();
+            }
+          }),
+        );
+        return all.length === 3 && all.every(Boolean) ? true : undefined;
+      },
+      180_000,
+      1000,
+    );
+    await rdc.ready('cache');
+    const before = await data.contentOfPod(await data.master());
+    // 72 MiB under a manifest from before the memory figures: nothing to weigh before the load.
+    const k = await putForeignObject(
+      bedStore(b),
+      `e2e/${ns}/foreign`,
+      'evicted',
+      { product: 'redis', version: '7.0.15' },
+      { rdb: await randomRdb(servers, 72) },
+    );
+    // Stopped before the refusal was recorded (the next run finds the master still a replica of
+    // the gone feed, and counts again before promoting it), and right after.
+    for (const [failpoint, name] of [
+      ['restore.refusing', 'r-max1'],
+      ['restore.refused', 'r-max2'],
+    ] as const) {
+      const w = await restorer({ TIDEWAY_FAILPOINTS: `${failpoint}=exit` });
+      await rs.create(name, {
+        cluster: { name: 'cache' },
+        source: {
+          s3: {
+            store: bedStoreSpec(b, `e2e/${ns}`, { compression: 'none', encryption: { secretName: '' } }),
+            key: k,
+          },
+        },
+      });
+      await until(
+        `${name}: the function stopped at ${failpoint}`,
+        async () => (w.exitCode() !== null ? true : undefined),
+        180_000,
+        250,
+      );
+      await restorer();
+      const r = await rs.ended(name, 'RolledBack', 180_000);
+      expect(r.status?.error?.reason, name).toBe('ExceedsMaxmemory');
+      expect(r.status?.error?.message).toMatch(/the loaded data set counts \d+ MiB against maxmemory/);
+      expect(stateOf(r)).toMatchObject({ loads: 1, rollbacks: 1, load: { of: 'rollback' } });
+      await expectCluster(before);
+      // The next iteration's stop must happen in its own function, not in this healthy one.
+      await Promise.all(restorers.map((r) => r.stop()));
+      restorers = [];
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,10 +6,9 @@ import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup } from '../../shared/api/generated.ts';
-import { openSnapshot } from '../../shared/redis/snapshot.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
-import { startServer, type TestServer } from '../backup/support/servers.ts';
+import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
@@ -27,6 +26,8 @@ import {
   conditionOf,
   isSafety,
   lastOutcome,
+  putForeignObject,
+  randomRdb,
   restores,
   startRestoreFunction,
 } from './support.ts';
@@ -114,40 +115,12 @@ describe('restore', () => {
    * A plain object that starts as an RDB of `magic` (random bytes after it) with a valid manifest
    * beside it naming `redis`: what a restore checks before it touches anything. Returns its key.
    */
-  const putForeign = async (
+  const putForeign = (
     name: string,
     magic: string,
     redis: Record<string, unknown>,
     o: { changedAfter?: boolean; rdb?: Buffer } = {},
-  ) => {
-    const rdb = o.rdb ?? Buffer.concat([Buffer.from(magic), randomBytes(4096)]);
-    const k = `${prefix}/foreign/${name}.rdb`;
-    await store.put(k, rdb, 'application/octet-stream');
-    const manifest = {
-      format: 'tideway.dev/backup-manifest/v1',
-      backup: { namespace: 'elsewhere', name, uid: 'x' },
-      cluster: { namespace: 'elsewhere', name: 'newer' },
-      redis,
-      source: 'newer-0',
-      object: k,
-      size: rdb.length,
-      rdbSize: rdb.length,
-      // changedAfter: the object no longer matches its manifest (found only by reading it).
-      sha256: createHash('sha256')
-        .update(o.changedAfter ? Buffer.concat([rdb, Buffer.from('x')]) : rdb)
-        .digest('hex'),
-      compression: 'none',
-      encryption: null,
-      startedAt: new Date().toISOString(),
-      created: new Date().toISOString(),
-    };
-    await store.put(
-      `${prefix}/foreign/${name}.manifest.json`,
-      Buffer.from(JSON.stringify(manifest)),
-      'application/json',
-    );
-    return k;
-  };
+  ) => putForeignObject(store, `${prefix}/foreign`, name, redis, { magic, ...o });
   /** A store spec for putForeign's objects. */
   const plainStore = () => storeSpec({ compression: 'none', encryption: { secretName: '' } });
 
@@ -500,19 +473,11 @@ describe('restore', () => {
   it("rolls back a load that the master's maxmemory would evict, found while it is still a replica", async () => {
     // 72 MiB from a server of its own, under a manifest from before the memory figures: nothing to
     // weigh before the load. Loaded, the data set counts more than clone's maxmemory of 64 MiB.
-    const src = await startServer({});
-    servers.push(src);
-    const c = await src.client();
-    await fillRandom(c, 72, 'over');
-    c.close();
-    const snap = await openSnapshot({ host: src.host, port: src.port });
-    const chunks: Buffer[] = [];
-    for await (const chunk of snap.rdb) chunks.push(chunk as Buffer);
     const k = await putForeign(
       'evicted',
       'REDIS',
       { product: 'redis', version: '7.0.15' },
-      { rdb: Buffer.concat(chunks) },
+      { rdb: await randomRdb(servers, 72) },
     );
     await rs.create('r-evict', {
       cluster: { name: 'clone' },

@@ -1,11 +1,15 @@
+import { createHash, randomBytes } from 'node:crypto';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
+import type { ObjectStore } from '../../shared/backup/object-store.ts';
 import { connectBus } from '../../shared/bus/connect.ts';
 import { fromMessage } from '../../shared/events/nats-binding.ts';
 import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import type { Condition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { contentOf } from '../backup/support/dataset.ts';
+import { openSnapshot } from '../../shared/redis/snapshot.ts';
+import { contentOf, fillRandom } from '../backup/support/dataset.ts';
 import { binaryClient } from '../backup/support/resp.ts';
+import { startServer, type TestServer } from '../backup/support/servers.ts';
 import { type bed, until } from '../support/bed.ts';
 import { ipOf, redisClusters, startFunction } from '../support/redis.ts';
 
@@ -106,3 +110,55 @@ export const lastOutcome = async (
 };
 
 export const isSafety = (bk: Backup) => bk.metadata.labels?.['tideway.dev/safety-backup'] === 'true';
+
+/**
+ * An object and a manifest from elsewhere (a raw S3 key's restore reads them), uncompressed and
+ * unencrypted: `rdb`, or `magic` and random bytes. changedAfter: the object no longer matches its
+ * manifest (found only by reading it).
+ */
+export const putForeignObject = async (
+  store: ObjectStore,
+  dir: string,
+  name: string,
+  redis: Record<string, unknown>,
+  o: { magic?: string; changedAfter?: boolean; rdb?: Buffer } = {},
+) => {
+  const rdb = o.rdb ?? Buffer.concat([Buffer.from(o.magic ?? 'REDIS0010'), randomBytes(4096)]);
+  const k = `${dir}/${name}.rdb`;
+  await store.put(k, rdb, 'application/octet-stream');
+  const manifest = {
+    format: 'tideway.dev/backup-manifest/v1',
+    backup: { namespace: 'elsewhere', name, uid: 'x' },
+    cluster: { namespace: 'elsewhere', name: 'newer' },
+    redis,
+    source: 'newer-0',
+    object: k,
+    size: rdb.length,
+    rdbSize: rdb.length,
+    sha256: createHash('sha256')
+      .update(o.changedAfter ? Buffer.concat([rdb, Buffer.from('x')]) : rdb)
+      .digest('hex'),
+    compression: 'none',
+    encryption: null,
+    startedAt: new Date().toISOString(),
+    created: new Date().toISOString(),
+  };
+  await store.put(`${dir}/${name}.manifest.json`, Buffer.from(JSON.stringify(manifest)), 'application/json');
+  return k;
+};
+
+/** An RDB of `mib` keys of 1 MiB random bytes, from a redis-server 7.0 of its own (kept in `servers`). */
+export const randomRdb = async (servers: TestServer[], mib: number) => {
+  const src = await startServer({});
+  servers.push(src);
+  const c = await src.client();
+  try {
+    await fillRandom(c, mib, 'random');
+  } finally {
+    c.close();
+  }
+  const snap = await openSnapshot({ host: src.host, port: src.port });
+  const chunks: Buffer[] = [];
+  for await (const chunk of snap.rdb) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+};
