@@ -49,7 +49,7 @@ describe('restore state (annotation)', () => {
 
 describe("a load's failure", () => {
   const load = aLoad;
-  it('is the refusal recorded before a stop when this run saw none, and the error it saw otherwise', () => {
+  it('is the refusal recorded before a stop, over any error seen after it; else the error this run saw', () => {
     const refused = { ...load, refused: { reason: 'ExceedsMaxmemory', message: 'counts 80 MiB' } };
     // Read back from the annotation, as a redelivered run does.
     const again = stateOf({ [STATE_ANNOTATION]: serializeState({ ...emptyState(), load: refused }) }).load;
@@ -58,8 +58,10 @@ describe("a load's failure", () => {
       message: 'counts 80 MiB',
       retry: false,
     });
-    const seen = { reason: 'Timeout', message: 'slow', retry: true };
-    expect(loadFailure(refused, seen)).toBe(seen);
+    // Recorded, it wins over any later error (a failed write of the record, retried, then done).
+    const seen = { reason: 'Conflict', message: 'the object was modified', retry: true };
+    expect(loadFailure(refused, seen)).toMatchObject({ reason: 'ExceedsMaxmemory', retry: false });
+    expect(loadFailure(load, seen)).toBe(seen);
     expect(loadFailure(load, undefined)).toBeUndefined();
   });
 });

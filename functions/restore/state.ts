@@ -61,9 +61,13 @@ export const zLoad = z.object({
 });
 export type Load = z.infer<typeof zLoad>;
 
-/** A load's own failure: the error this run saw, or the refusal recorded before a stop. */
+/**
+ * A load's own failure: a recorded refusal first — whatever else went wrong after it (a stop, the
+ * record's own write failing and being retried), the loaded data must not be finished — else the
+ * error this run saw.
+ */
 export const loadFailure = (load: Load, error: Failure | undefined): Failure | undefined =>
-  error ?? (load.refused ? { ...load.refused, retry: false } : undefined);
+  load.refused ? { ...load.refused, retry: false } : error;
 
 export const zRestoreState = z.object({
   source: zSourceRef.optional(),
