@@ -1,10 +1,9 @@
 import { connectRedis } from '../../shared/redis/client.ts';
-import { parseInfo, parseReplication, serverVersion } from '../../shared/redis/info.ts';
+import { maxmemoryCount, parseInfo, parseReplication, serverVersion } from '../../shared/redis/info.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
 import { type Instance, probeInstances } from '../../shared/rediscluster/probe.ts';
-import { maxmemoryCount } from '../../shared/restore/load.ts';
 import { RestoreError } from './errors.ts';
 import type { Run } from './run.ts';
 import type { Before } from './state.ts';

@@ -107,3 +107,13 @@ export const serverVersion = (
   if (s.valkey_version) return { product: 'valkey', version: s.valkey_version };
   return { product: 'redis', version: s.redis_version ?? 'unknown' };
 };
+
+/**
+ * From INFO memory: the maxmemory (bytes; 0: none) and policy, and what Redis counts against it —
+ * used_memory less the replication and AOF buffers it leaves out (mem_not_counted_for_evict, Redis
+ * 6.0 and later; before, nothing is left out).
+ */
+export const maxmemoryCount = (m: Record<string, string> | undefined) => ({
+  maxmemory: { bytes: Number(m?.maxmemory ?? 0), policy: m?.maxmemory_policy ?? '' },
+  counted: Math.max(0, Number(m?.used_memory ?? 0) - Number(m?.mem_not_counted_for_evict ?? 0)),
+});

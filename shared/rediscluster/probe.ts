@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { bytesOf } from '../kube/quantity.ts';
 import { connectRedis, type RedisClient } from '../redis/client.ts';
-import { parseInfo, parseReplication, type Replication, serverVersion } from '../redis/info.ts';
+import {
+  maxmemoryCount,
+  parseInfo,
+  parseReplication,
+  type Replication,
+  serverVersion,
+} from '../redis/info.ts';
 import { RespError } from '../redis/resp.ts';
 import { LABEL, ordinalOf, REDIS_CONTAINER, REDIS_PORT, type Role } from './names.ts';
 
@@ -78,18 +84,10 @@ const memoryOf = (m: Record<string, string> | undefined): Pick<Instance, 'memory
   if (!m) return {};
   const used = Number(m.used_memory);
   const rss = Number(m.used_memory_rss);
-  // Redis 6.0 and later; before, nothing is left out.
-  const notCounted = Number(m.mem_not_counted_for_evict ?? 0);
-  const bytes = Number(m.maxmemory);
+  const { maxmemory, counted } = maxmemoryCount(m);
   return {
-    ...(Number.isFinite(used) && Number.isFinite(rss)
-      ? {
-          memory: { used, rss, counted: Number.isFinite(notCounted) ? Math.max(0, used - notCounted) : used },
-        }
-      : {}),
-    ...(Number.isFinite(bytes) && m.maxmemory_policy
-      ? { maxmemory: { bytes, policy: m.maxmemory_policy } }
-      : {}),
+    ...(Number.isFinite(used) && Number.isFinite(rss) ? { memory: { used, rss, counted } } : {}),
+    ...(Number.isFinite(maxmemory.bytes) && maxmemory.policy ? { maxmemory } : {}),
   };
 };
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectRedis, type RedisClient } from '../redis/client.ts';
-import { parseInfo } from '../redis/info.ts';
+import { maxmemoryCount, parseInfo } from '../redis/info.ts';
 import { FeedError, startFeed } from './feed.ts';
 
 export type LoadTarget = { host: string; port: number; password: string };
@@ -23,12 +23,6 @@ const linkOf = async (c: RedisClient) => {
     ...maxmemoryCount(m),
   };
 };
-
-/** From INFO memory: the maxmemory (bytes; 0: none) and policy, and what Redis counts against it. */
-export const maxmemoryCount = (m: Record<string, string> | undefined) => ({
-  maxmemory: { bytes: Number(m?.maxmemory ?? 0), policy: m?.maxmemory_policy ?? '' },
-  counted: Math.max(0, Number(m?.used_memory ?? 0) - Number(m?.mem_not_counted_for_evict ?? 0)),
-});
 
 export type LoadMode = 'disk' | 'memory';
 
