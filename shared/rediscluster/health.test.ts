@@ -148,7 +148,20 @@ describe('assessHealth', () => {
       now,
     );
     expect(off.failover).toBeUndefined();
-    expect(off.healthy.message).toContain('disabled');
+    expect(off.healthy.message).toContain('automatic failover is disabled');
+    // The way out, named: the replica that would be promoted, or why there is none.
+    expect(off.healthy.message).toContain('set it to true to promote r-1, or bring r-0 back');
+    const offAlone = assess(
+      cluster(
+        { master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } },
+        { enabled: false, after: '5s' },
+      ),
+      [down(0), cut(replica(1, 5, 0, { syncInProgress: true }))],
+      now,
+    );
+    expect(offAlone.healthy.message).toMatch(
+      /no replica could take over without losing data \(r-1 .+\); bring r-0 back$/,
+    );
     const alone = assess(
       cluster({ master: 'r-0', failover: { masterUnreachableSince: '2026-11-23T09:00:00Z' } }),
       [down(0), down(1), cut(replica(2, 5, 0, { syncInProgress: true }))],
@@ -306,6 +319,17 @@ describe('promotion: only a replica that holds the data', () => {
     } as Instance;
     const a = assess(cluster(lost), [fenced, cut(replica(1, 100, 0, { linkDownSeconds: 8 }))], now);
     expect(a.failover).toEqual({ from: 'r-0', to: 'r-1', reason: 'MasterBehind' });
+    // With failover off, the master behind is not offered as a way out: it would stay fenced.
+    const off = assess(
+      cluster(lost, { enabled: false, after: '5s' }),
+      [fenced, cut(replica(1, 100, 0, { linkDownSeconds: 8 }))],
+      now,
+    );
+    expect(off.failover).toBeUndefined();
+    expect(off.healthy).toMatchObject({ reason: 'MasterBehind' });
+    expect(off.healthy.message).toMatch(
+      /automatic failover is disabled \(spec.failover.enabled\): set it to true to promote r-1$/,
+    );
   });
 
   it('counts only instances of the cluster’s history as ahead of a fenced master', () => {

@@ -156,10 +156,18 @@ export const assessHealth = (
       : `master ${masterName} unreachable for ${(downMs / 1000).toFixed(1)}s${m?.error ? ` (${m.error})` : ''}`;
     const base = { masterUnreachableSince: start };
     const lost = ahead ? 'MasterBehind' : 'MasterUnreachable';
+    // Failover off is a person's decision to make: say which one they have.
     if (!enabled)
       return {
         ...base,
-        healthy: healthy(lost, `${down}; automatic failover is disabled (spec.failover.enabled)`),
+        healthy: healthy(
+          lost,
+          `${down}; automatic failover is disabled (spec.failover.enabled): ${
+            candidate
+              ? `set it to true to promote ${candidate.pod}${ahead ? '' : `, or bring ${masterName} back`}`
+              : `no replica could take over without losing data (${refused.map((r) => `${r.pod} ${r.why}`).join('; ') || 'there is none'}); bring ${masterName} back`
+          }`,
+        ),
       };
     if (!candidate)
       return {
