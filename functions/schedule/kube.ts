@@ -37,9 +37,10 @@ export type LoadedSchedule = {
    * after each read of the schedule, so a write based on an older look than the last writer's
    * loses the compare-and-set and looks again. Runs started by Backup events do not hold the
    * schedule's lock, and must not write back what they saw before a run made its Backup.
+   * `observe` is given the schedule as just read; when it returns undefined nothing is written.
    */
   writeObserved: <T>(
-    observe: () => Promise<T>,
+    observe: (current: BackupSchedule) => Promise<T | undefined>,
     mutate: (s: Status, seen: T) => Status | undefined,
   ) => Promise<BackupSchedule>;
 };
@@ -74,7 +75,9 @@ export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSc
     writeObserved: async (observe, mutate) => {
       for (let attempt = 1; ; attempt++) {
         const o = (await custom.getNamespacedCustomObject({ ...SCHEDULE, ...key })) as BackupSchedule;
-        const next = mutate({ ...(o.status ?? {}) }, await observe());
+        const seen = await observe(o);
+        if (seen === undefined) return o;
+        const next = mutate({ ...(o.status ?? {}) }, seen);
         if (unchanged(next, o.status)) return o;
         try {
           return (await custom.replaceNamespacedCustomObjectStatus({
@@ -187,6 +190,39 @@ export const deleteBackup = async (kube: KubeConfig, namespace: string, name: st
     // Gone already, or replaced by another object of that name: either way not ours to delete.
     if (isNotFound(error) || isConflict(error)) return false;
     throw error;
+  }
+};
+
+/**
+ * Deletes that Backup only while it is unfinished (concurrencyPolicy Replace): by uid and by the
+ * resourceVersion it was seen unfinished at, so one that completes between the look and the
+ * delete is kept — it may be the newest Completed backup, which nothing deletes. `finished` when
+ * it was kept for that, `gone` when it was gone already or is another object by now.
+ */
+export const deleteWhileUnfinished = async (
+  kube: KubeConfig,
+  namespace: string,
+  name: string,
+  uid: string,
+): Promise<'deleted' | 'finished' | 'gone'> => {
+  const custom = kube.makeApiClient(CustomObjectsApi);
+  for (let attempt = 1; ; attempt++) {
+    const b = await readBackup(kube, { namespace, name });
+    if (!b || b.metadata.uid !== uid || b.metadata.deletionTimestamp) return 'gone';
+    if (b.status?.phase === 'Completed' || b.status?.phase === 'Failed') return 'finished';
+    try {
+      await custom.deleteNamespacedCustomObject({
+        ...BACKUP,
+        namespace,
+        name,
+        body: { preconditions: { uid, resourceVersion: b.metadata.resourceVersion } },
+      });
+      return 'deleted';
+    } catch (error) {
+      if (isNotFound(error)) return 'gone';
+      // Changed since the look (its progress, or its end): look again.
+      if (!isConflict(error) || attempt >= 5) throw error;
+    }
   }
 };
 

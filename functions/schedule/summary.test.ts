@@ -8,6 +8,7 @@ const owned = (name: string, phase: OwnedBackup['phase'], at: string, deleting =
   phase,
   takenAt: new Date(at),
   deleting,
+  cluster: 'RedisCluster/cache',
 });
 
 describe('ownedBackupOf', () => {

@@ -1,10 +1,16 @@
 import type { Backup, BackupScheduleSpec } from '../../shared/api/generated.ts';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import type { BackupPhase, RetentionCandidate, RetentionDecision } from '../../shared/backup/retention.ts';
 import type { ConditionInput } from '../../shared/kube/conditions.ts';
 import { SCHEDULED_TIME_ANNOTATION } from './names.ts';
 
 /** One of the schedule's Backups, as the schedule sees it. */
-export type OwnedBackup = RetentionCandidate & { uid: string; deleting: boolean };
+export type OwnedBackup = RetentionCandidate & {
+  uid: string;
+  deleting: boolean;
+  /** The cluster it holds data of (`kind/name`): retention weighs each cluster's on their own. */
+  cluster: string;
+};
 
 const dateOf = (...values: (string | undefined)[]) => {
   for (const v of values) {
@@ -29,6 +35,7 @@ export const ownedBackupOf = (b: Backup): OwnedBackup => ({
     b.metadata.creationTimestamp,
   ),
   deleting: Boolean(b.metadata.deletionTimestamp),
+  cluster: (({ kind, name }) => `${kind}/${name}`)(clusterRefOf(b.spec)),
 });
 
 /** Not finished: Pending, Running, or not picked up yet. A Backup being deleted no longer counts. */

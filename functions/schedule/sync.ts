@@ -1,5 +1,5 @@
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
-import { selectRetention } from '../../shared/backup/retention.ts';
+import { type RetentionDecision, selectRetention } from '../../shared/backup/retention.ts';
 import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
 import type { EventRecorder } from '../../shared/kube/events.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
@@ -15,6 +15,20 @@ type SyncOptions = {
   now: Date;
   recorder: EventRecorder;
   regarding: Parameters<EventRecorder['record']>[0]['regarding'];
+};
+
+/**
+ * Retention for each cluster's Backups on their own: after spec.cluster changed, the rules (and
+ * "the newest Completed is never deleted") hold for the old cluster's backups as for the new
+ * one's, and the new cluster's first backups never push out the old cluster's last.
+ */
+export const retainPerCluster = (
+  backups: readonly OwnedBackup[],
+  select: (of: OwnedBackup[]) => RetentionDecision,
+): RetentionDecision => {
+  const groups = Map.groupBy(backups, (b) => b.cluster);
+  const decisions = [...groups.values()].map(select);
+  return { keep: decisions.flatMap((d) => d.keep), delete: decisions.flatMap((d) => d.delete) };
 };
 
 /** Deletes what retention selects; the Retention condition says what it kept and why. */
@@ -36,10 +50,9 @@ const prune = async (
     };
   let decision: ReturnType<typeof selectRetention>;
   try {
-    decision = selectRetention(
+    decision = retainPerCluster(
       backups.filter((b) => !b.deleting),
-      spec.retention,
-      { now, timeZone: clock.timeZone },
+      (of) => selectRetention(of, spec.retention, { now, timeZone: clock.timeZone }),
     );
   } catch (error) {
     // Only a maxAge the API server's pattern would have refused gets here.
@@ -85,7 +98,16 @@ export const sync = async (o: SyncOptions) => {
   const next = spec.suspend ? undefined : fireAfter(clock, now);
   const generation = schedule.metadata.generation;
   const written = await loaded.writeObserved(
-    async () => {
+    async (current) => {
+      // The spec changed since this run read it: retention by the old rules could delete what the
+      // new ones keep. The change's own event runs next (it waits for this run's lock).
+      if (current.metadata.generation !== generation) {
+        ctx.log.info('spec changed meanwhile: not pruned', {
+          read: generation,
+          now: current.metadata.generation,
+        });
+        return undefined;
+      }
       const backups = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
       const exists = await clusterExists(ctx.kube, namespace, clusterRefOf(spec));
       const { condition, pruned } = await prune(o, backups);

@@ -14,7 +14,7 @@ import { fireAfter, firesBetween, type ScheduleClock } from './clock.ts';
 import {
   clusterExists,
   createBackup,
-  deleteBackup,
+  deleteWhileUnfinished,
   type LoadedSchedule,
   listScheduleBackups,
 } from './kube.ts';
@@ -93,11 +93,16 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
   if (decision.kind === 'create') {
     ctx.fence();
     const made = decision.made ? 'exists' : await createBackup(ctx.kube, schedule, at);
-    // Replaced only once the run's own Backup stands: a taken name replaces nothing.
+    // Replaced only once the run's own Backup stands: a taken name replaces nothing. One that
+    // finished meanwhile is kept (retention decides about it like any other).
+    const replaced: string[] = [];
+    const finished: string[] = [];
     if (made !== 'foreign')
       for (const old of active.filter((b) => decision.replace.includes(b.name))) {
         ctx.fence();
-        await deleteBackup(ctx.kube, namespace, old.name, old.uid);
+        const r = await deleteWhileUnfinished(ctx.kube, namespace, old.name, old.uid);
+        if (r === 'deleted') replaced.push(old.name);
+        if (r === 'finished') finished.push(old.name);
       }
     result =
       made === 'foreign'
@@ -111,7 +116,7 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
             type: 'LastRun',
             status: 'True',
             reason: decision.reason,
-            message: `Backup ${name} for the run at ${at.toISOString()}${decision.replace.length > 0 ? `, replacing ${decision.replace.join(', ')} (concurrencyPolicy Replace)` : ''}${earlier}`,
+            message: `Backup ${name} for the run at ${at.toISOString()}${replaced.length > 0 ? `, replacing ${replaced.join(', ')} (concurrencyPolicy Replace)` : ''}${finished.length > 0 ? `; ${finished.join(', ')} finished meanwhile and ${finished.length > 1 ? 'are' : 'is'} kept` : ''}${earlier}`,
           };
   } else {
     result = { type: 'LastRun', status: 'False', reason: decision.reason, message: decision.message };

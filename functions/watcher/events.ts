@@ -23,6 +23,19 @@ const clusterOf = (kind: string, obj: KubeObj): { name: string; kind: string } |
   return { name: ref.name, kind: typeof ref.kind === 'string' && ref.kind ? ref.kind : DEFAULT_CLUSTER_KIND };
 };
 
+/**
+ * The BackupSchedule that controls a Backup, for the `schedule` extension: the schedule function
+ * locks it for the Backup's events (lockKey), so retention and a run never go side by side.
+ */
+const scheduleOf = (kind: string, obj: KubeObj): string | undefined => {
+  if (kind !== 'Backup') return undefined;
+  const refs = (
+    obj.metadata as { ownerReferences?: { kind?: string; name?: string; controller?: boolean }[] }
+  )?.ownerReferences;
+  const owner = refs?.find((r) => r.controller === true && r.kind === 'BackupSchedule');
+  return typeof owner?.name === 'string' && owner.name ? owner.name : undefined;
+};
+
 /** A resource event: ids are deterministic, so a republished change is a JetStream duplicate. */
 export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | undefined => {
   const about = c.watched.about(c.obj);
@@ -31,6 +44,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
   const type = EventType[c.type];
   const own = c.watched.kind === about.kind;
   const cluster = own ? clusterOf(c.watched.kind, c.obj) : undefined;
+  const schedule = own ? scheduleOf(c.watched.kind, c.obj) : undefined;
   return new CloudEvent({
     specversion: '1.0',
     id:
@@ -50,6 +64,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
     ...(m.resourceVersion ? { resourceversion: m.resourceVersion } : {}),
     ...(own ? {} : { cause: `${c.watched.kind}/${m.namespace}/${m.name}` }),
     ...(cluster ? { cluster: cluster.name, clusterkind: cluster.kind } : {}),
+    ...(schedule ? { schedule } : {}),
     traceparent: traceparent(),
     data: {
       kind: c.watched.kind,

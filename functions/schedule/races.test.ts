@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { EventType } from '../../shared/events/types.ts';
+import { backupObj, clusterObj, eventOf, fakeKube, scheduleObj } from './fixture.ts';
+import { handler, lockKey } from './index.ts';
+
+const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
+
+describe('schedule runs beside Backups that change (whole handler runs on an in-memory API)', () => {
+  it('Replace keeps a Backup that completed between the look and the delete: the newest Completed is never deleted', async () => {
+    const k = fakeKube();
+    const at = new Date(Date.now() - 2000);
+    at.setUTCSeconds(0, 0);
+    k.put(
+      'backupschedules',
+      scheduleObj({ schedule: '* * * * *', concurrencyPolicy: 'Replace', retention: { keepLast: 1 } }),
+    );
+    k.put('redisclusters', clusterObj());
+    k.put('backups', backupObj('nightly-old', 'Completed', minutesAgo(10)));
+    k.put('backups', backupObj('nightly-prev', 'Running', minutesAgo(1)));
+    // While the tick makes its Backup, the backup function finishes nightly-prev.
+    k.hooks.create = () => {
+      k.hooks.create = undefined;
+      k.update('backups', 'nightly-prev', (o) => {
+        o.status = { ...o.status, phase: 'Completed', completedAt: new Date().toISOString() };
+      });
+    };
+    await handler(
+      eventOf(
+        EventType.scheduleTick,
+        'BackupSchedule',
+        'nightly',
+        { scheduledTime: at.toISOString(), missedBefore: 0 },
+        'sched-uid',
+      ),
+      k.ctx,
+    );
+    // Then its completion's run (after the tick's: both lock the schedule).
+    await handler(eventOf(EventType.updated, 'Backup', 'nightly-prev'), k.ctx);
+    expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete backups/nightly-old (Completed)']);
+    expect(k.backups()).toContain('nightly-prev:Completed');
+    const conditions = (k.get('backupschedules', 'nightly')?.status?.conditions ?? []) as {
+      type: string;
+      message: string;
+    }[];
+    const lastRun = conditions.find((c) => c.type === 'LastRun');
+    expect(lastRun?.message).toContain('nightly-prev finished meanwhile and is kept');
+  });
+
+  it('Replace still deletes a Backup that is unfinished, however often its progress changed it', async () => {
+    const k = fakeKube();
+    const at = new Date(Date.now() - 2000);
+    at.setUTCSeconds(0, 0);
+    k.put('backupschedules', scheduleObj({ schedule: '* * * * *', concurrencyPolicy: 'Replace' }));
+    k.put('redisclusters', clusterObj());
+    k.put('backups', backupObj('nightly-prev', 'Running', minutesAgo(1)));
+    let progress = 0;
+    k.hooks.create = () => {
+      k.hooks.create = undefined;
+      k.update('backups', 'nightly-prev', (o) => {
+        o.status = { ...o.status, progress: { bytes: ++progress } };
+      });
+    };
+    await handler(
+      eventOf(
+        EventType.scheduleTick,
+        'BackupSchedule',
+        'nightly',
+        { scheduledTime: at.toISOString(), missedBefore: 0 },
+        'sched-uid',
+      ),
+      k.ctx,
+    );
+    expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete backups/nightly-prev (Running)']);
+  });
+
+  it('does not prune by a retention policy the user replaced while the run was under way', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ retention: { keepLast: 1 } }));
+    k.put('redisclusters', clusterObj());
+    for (const d of [1, 2, 3])
+      k.put('backups', backupObj(`nightly-d${d}`, 'Completed', minutesAgo(d * 1440)));
+    let gets = 0;
+    k.hooks.get = (a) => {
+      if (a.plural !== 'backupschedules' || ++gets !== 2) return;
+      // After the run read the schedule, before it prunes: retention removed (generation 2).
+      k.update('backupschedules', 'nightly', (o) => {
+        o.spec = { ...o.spec, retention: {} };
+        o.metadata.generation = 2;
+      });
+    };
+    await handler(eventOf(EventType.updated, 'Backup', 'nightly-d1'), k.ctx);
+    expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual([]);
+    expect(k.backups()).toEqual(['nightly-d1:Completed', 'nightly-d2:Completed', 'nightly-d3:Completed']);
+    expect(k.get('backupschedules', 'nightly')?.status?.observedGeneration).toBeUndefined();
+  });
+
+  it('weighs each cluster’s Backups on their own: a new cluster’s first backup never pushes out the old one’s last', async () => {
+    const k = fakeKube();
+    k.put(
+      'backupschedules',
+      scheduleObj({ cluster: { name: 'cache-b', kind: 'RedisCluster' }, retention: { keepLast: 1 } }),
+    );
+    k.put('redisclusters', clusterObj('cache-b'));
+    k.put('backups', backupObj('nightly-a1', 'Completed', minutesAgo(3000), 'cache-a'));
+    k.put('backups', backupObj('nightly-a2', 'Completed', minutesAgo(1440), 'cache-a'));
+    k.put('backups', backupObj('nightly-b1', 'Completed', minutesAgo(120), 'cache-b'));
+    k.put('backups', backupObj('nightly-b2', 'Completed', minutesAgo(60), 'cache-b'));
+    await handler(eventOf(EventType.updated, 'Backup', 'nightly-b2'), k.ctx);
+    // keepLast 1 for each cluster: the older of each goes, the newest of each stays.
+    expect(k.backups()).toEqual(['nightly-a2:Completed', 'nightly-b2:Completed']);
+  });
+});
+
+describe('lockKey', () => {
+  it('locks the schedule for its own events and for its Backups’ (the watcher’s `schedule` extension)', () => {
+    const ev = (o: Record<string, string>) => ({ namespace: 'ns', ...o }) as never;
+    const schedule = lockKey(ev({ kind: 'BackupSchedule', name: 'nightly' }));
+    expect(lockKey(ev({ kind: 'Backup', name: 'nightly-202611270300', schedule: 'nightly' }))).toBe(schedule);
+    // A Backup of no schedule (or an event from before the extension) locks itself.
+    expect(lockKey(ev({ kind: 'Backup', name: 'manual' }))).not.toBe(schedule);
+    expect(lockKey(ev({ kind: 'Backup', name: 'manual' }))).toBe(
+      lockKey(ev({ kind: 'Backup', name: 'manual' })),
+    );
+    expect(lockKey(ev({ kind: 'BackupSchedule', name: 'other' }))).not.toBe(schedule);
+  });
+});
