@@ -76,7 +76,9 @@ try {
   if (want('restore'))
     results.push(
       ...(await benchRestore(
-        values.quick ? { keys: 100_000, valueBytes: 1000 } : { keys: 1_000_000, valueBytes: 1000 },
+        values.quick
+          ? { keys: 100_000, valueBytes: 1000, rounds: 1 }
+          : { keys: 1_000_000, valueBytes: 1000, rounds: 3 },
       )),
     );
   if (want('backup'))

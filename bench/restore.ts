@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Resolved } from '../functions/restore/source.ts';
 import { openSource, verifySource } from '../functions/restore/verify.ts';
 import { startS3 } from '../infra/testbed/servers/s3.ts';
@@ -14,6 +16,7 @@ import { startServer, type TestServer } from '../test/backup/support/servers.ts'
 import { benchBucket } from './support.ts';
 
 const MB = 1024 * 1024;
+const run = promisify(execFile);
 
 /** Peak RSS of this process while `fn` runs, sampled every 50 ms. */
 const peakRss = async <T>(fn: () => Promise<T>): Promise<{ result: T; peak: number; before: number }> => {
@@ -44,17 +47,30 @@ const fillKeys = async (
   await Promise.all(batch);
 };
 
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? (s[s.length >> 1] ?? 0) : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
+};
+const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
 /**
  * Restore by replication (shared/restore) against the baseline of a native load: redis-server
  * started on the same RDB file, timed until it answers PING. Same file, same machine, same run.
- * `keys` keys of `valueBytes` random bytes each.
+ * `keys` keys of `valueBytes` random bytes each. The machine's speed moves by tens of percent
+ * within minutes, so each round measures the native load right before the loads it is compared
+ * with, and the ratios are of medians over `rounds` rounds (each round's beside them).
  */
-export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
+export const benchRestore = async (o: { keys: number; valueBytes: number; rounds?: number }) => {
+  const rounds = o.rounds ?? 3;
   const servers: TestServer[] = [];
   const start = async (args: Parameters<typeof startServer>[0]) => {
     const s = await startServer(args);
     servers.push(s);
     return s;
+  };
+  const stop = async (s: TestServer) => {
+    await s.stop();
+    servers.splice(servers.indexOf(s), 1);
   };
   try {
     const source = await start({});
@@ -66,59 +82,80 @@ export const benchRestore = async (o: { keys: number; valueBytes: number }) => {
     c.close();
     const file = join(source.dir, 'dump.rdb');
     const size = (await stat(file)).size;
-
-    // Baseline: the server loads the file itself at start.
-    const nativeStarted = performance.now();
-    await start({ rdb: file });
-    const nativeMs = performance.now() - nativeStarted;
+    // The file written back and in the page cache before anything is timed: both sides read it
+    // from memory, and no writeback of it competes with the first round.
+    await run('sync');
+    for await (const _ of createReadStream(file, { highWaterMark: 4 * MB }));
 
     // Tideway: a running server replicates the file from the feed and is promoted back. The mode
     // is the product's choice (loadModeFor) for three masters: one holding data (a tenth of the
     // size, other keys) without a memory limit, the same with a limit that holds both data sets,
     // and an empty one (a new cluster's).
-    const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-    const lines: string[] = [];
     const cases = [
       { label: 'in place, no memory limit', fill: true, limit: undefined, expect: 'disk' },
       { label: 'in place, a 4 GiB limit', fill: true, limit: 4 * 1024 * MB, expect: 'memory' },
       { label: 'empty master', fill: false, limit: undefined, expect: 'memory' },
     ] as const;
-    for (const k of cases) {
-      const target = await start({ password: 'bench' });
-      const t = await target.client();
-      if (k.fill) await fillKeys(t, Math.ceil(o.keys / 10), o.valueBytes, 'mine');
-      const before = String(await t.call('INFO', 'all'));
-      t.close();
-      const { mode } = loadModeFor({
-        keys: Number(/db0:keys=(\d+)/.exec(before)?.[1] ?? 0),
-        rss: Number(/used_memory_rss:(\d+)/.exec(before)?.[1]),
-        limit: k.limit,
-        incoming,
-      });
-      if (mode !== k.expect) throw new Error(`${k.label}: loadModeFor chose ${mode}, not ${k.expect}`);
-      const fedStarted = performance.now();
-      const {
-        result,
-        peak,
-        before: rssBefore,
-      } = await peakRss(() =>
-        loadRdb({
-          target: { host: target.host, port: target.port, password: 'bench' },
-          feedHost: '127.0.0.1',
-          targetPeer: '127.0.0.1',
-          mode,
-          open: async () => ({ rdb: createReadStream(file, { highWaterMark: MB }), size }),
-        }),
-      );
-      const fedMs = performance.now() - fedStarted;
-      if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
+    const native: number[] = [];
+    const fed = new Map<string, { ms: number[]; rssBefore: number[]; peak: number[] }>();
+    for (let round = 0; round < rounds; round++) {
+      // Baseline: the server loads the file itself at start.
+      const nativeStarted = performance.now();
+      const loaded = await start({ rdb: file });
+      native.push(performance.now() - nativeStarted);
+      await stop(loaded);
+      for (const k of cases) {
+        const target = await start({ password: 'bench' });
+        const t = await target.client();
+        if (k.fill) await fillKeys(t, Math.ceil(o.keys / 10), o.valueBytes, 'mine');
+        const before = String(await t.call('INFO', 'all'));
+        t.close();
+        const { mode } = loadModeFor({
+          keys: Number(/db0:keys=(\d+)/.exec(before)?.[1] ?? 0),
+          rss: Number(/used_memory_rss:(\d+)/.exec(before)?.[1]),
+          limit: k.limit,
+          incoming,
+        });
+        if (mode !== k.expect) throw new Error(`${k.label}: loadModeFor chose ${mode}, not ${k.expect}`);
+        const fedStarted = performance.now();
+        const {
+          result,
+          peak,
+          before: rssBefore,
+        } = await peakRss(() =>
+          loadRdb({
+            target: { host: target.host, port: target.port, password: 'bench' },
+            feedHost: '127.0.0.1',
+            targetPeer: '127.0.0.1',
+            mode,
+            open: async () => ({ rdb: createReadStream(file, { highWaterMark: MB }), size }),
+          }),
+        );
+        const ms = performance.now() - fedStarted;
+        if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
+        const name = `${k.label} (${mode})`;
+        const row = fed.get(name) ?? { ms: [], rssBefore: [], peak: [] };
+        row.ms.push(ms);
+        row.rssBefore.push(rssBefore);
+        row.peak.push(peak);
+        fed.set(name, row);
+        process.stderr.write(
+          `[restore bench] round ${round + 1}: ${name} ${sec(ms)}, native ${sec(native[round] ?? 0)}\n`,
+        );
+        await stop(target);
+      }
+    }
+    const nativeMs = median(native);
+    const lines = [
+      `native load of a ${(size / MB).toFixed(0)} MiB RDB (${o.keys} keys), redis-server started on the file: median ${sec(nativeMs)} (rounds ${native.map(sec).join(', ')})`,
+    ];
+    for (const [name, row] of fed) {
+      const ms = median(row.ms);
       lines.push(
-        `restore of a ${(size / MB).toFixed(0)} MiB RDB (${o.keys} keys), ${k.label} (${mode}): by replication ${sec(fedMs)} ` +
-          `(${Math.round(o.keys / (fedMs / 1000))} keys/s), native load ${sec(nativeMs)}; ` +
-          `ratio native/replication ${(nativeMs / fedMs).toFixed(2)}x; ` +
-          `RSS of the benchmark process ${(rssBefore / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most while it streams`,
+        `restore by replication, ${name}: median ${sec(ms)} (${Math.round(o.keys / (ms / 1000))} keys/s; rounds ${row.ms.map(sec).join(', ')}); ` +
+          `ratio native/replication ${(nativeMs / ms).toFixed(2)}x (each round: ${row.ms.map((m, i) => `${((native[i] ?? 0) / m).toFixed(2)}x`).join(', ')}); ` +
+          `RSS of the benchmark process ${(median(row.rssBefore) / MB).toFixed(0)} MiB before, ${(Math.max(...row.peak) / MB).toFixed(0)} MiB at most while it streams`,
       );
-      await target.stop();
     }
     lines.push(await fullPath({ source, start, keys: o.keys, nativeMs }));
     return lines;
@@ -180,11 +217,10 @@ const fullPath = async (o: {
     });
     const totalMs = performance.now() - started;
     if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
-    const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
     return (
       `restore from S3 as the restore function does it (zstd, ${(stored.size / MB).toFixed(0)} MiB stored): ` +
       `${sec(totalMs)} (verify ${sec(result.verifiedMs)}, load ${sec(totalMs - result.verifiedMs)}; ` +
-      `${Math.round(o.keys / (totalMs / 1000))} keys/s), native load ${sec(o.nativeMs)}; ` +
+      `${Math.round(o.keys / (totalMs / 1000))} keys/s), native load (median) ${sec(o.nativeMs)}; ` +
       `ratio native/restore ${(o.nativeMs / totalMs).toFixed(2)}x, load alone ${(o.nativeMs / (totalMs - result.verifiedMs)).toFixed(2)}x; ` +
       `RSS of the benchmark process ${(before / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most`
     );

@@ -4,6 +4,7 @@ import { backupKeys } from '../../shared/backup/manifest.ts';
 import { SAFETY_LABEL } from './safety.ts';
 import {
   checkRedisBackup,
+  decryptionSecret,
   describeRef,
   keyOfLocation,
   manifestKeyOf,
@@ -48,7 +49,7 @@ describe('latest: true', () => {
     expect(pickLatest(list, cache)?.metadata.name).toBe('new');
   });
 
-  it('skips other clusters, unfinished and failed backups, and safety backups of restores', () => {
+  it('skips other clusters, unfinished and failed backups, safety backups of restores, and Backups being deleted', () => {
     const list = [
       backup('mine', { completedAt: '2026-11-20T01:00:00Z' }),
       backup('other-cluster', { cluster: 'other', completedAt: '2026-11-22T00:00:00Z' }),
@@ -56,6 +57,10 @@ describe('latest: true', () => {
       backup('running', { phase: 'Running', completedAt: '2026-11-22T00:00:00Z' }),
       backup('failed', { phase: 'Failed', completedAt: '2026-11-22T00:00:00Z' }),
       backup('r1-safety', { safety: true, completedAt: '2026-11-22T00:00:00Z' }),
+      {
+        ...backup('being-deleted', { completedAt: '2026-11-22T00:00:00Z' }),
+        metadata: { ...backup('being-deleted', {}).metadata, deletionTimestamp: '2026-11-22T01:00:00Z' },
+      },
     ];
     expect(pickLatest(list, cache)?.metadata.name).toBe('mine');
     expect(pickLatest(list.slice(1), cache)).toBeUndefined();
@@ -135,5 +140,24 @@ describe('what a Restore loads', () => {
     })();
     expect(refused).toMatchObject({ reason: 'WrongClusterKind', retry: false });
     expect(String((refused as Error).message)).toMatch(/s3:\/\/bk\/x\.db is a backup of EtcdCluster cache/);
+  });
+});
+
+describe('decryption', () => {
+  const url = 's3://b/prod/cache/nightly.rdb.zst.enc';
+  const encrypted = { secretName: 'backup-key' };
+  it('decrypts what the manifest says is encrypted, with the user’s Secret first', () => {
+    expect(decryptionSecret({ wanted: '', manifest: encrypted, pinned: false, url })).toBe('backup-key');
+    expect(decryptionSecret({ wanted: 'mine', manifest: encrypted, pinned: false, url })).toBe('mine');
+    expect(decryptionSecret({ wanted: '', manifest: null, pinned: false, url })).toBe('');
+  });
+
+  it('refuses a raw key whose manifest turns off the encryption the store asks for', () => {
+    expect(() => decryptionSecret({ wanted: 'backup-key', manifest: null, pinned: false, url })).toThrow(
+      expect.objectContaining({ reason: 'EncryptionMismatch', retry: false }),
+    );
+    // A Backup's own object, its checksum recorded in its status when it was stored plain (the
+    // store got encryption later), restores as it was stored.
+    expect(decryptionSecret({ wanted: 'backup-key', manifest: null, pinned: true, url })).toBe('');
   });
 });

@@ -127,6 +127,29 @@ const readManifest = async (store: ResolvedStore['store'], key: string): Promise
 };
 
 /**
+ * The Secret that holds the key to decrypt with, or '' for a plain object. The user's store may
+ * name it (another namespace's name), else the manifest does. When the user's store asks for
+ * encryption and the object's checksum is not pinned by a Backup's status (a raw S3 key), the
+ * manifest cannot turn decryption off: whoever can write the bucket could plant a plain object
+ * and a manifest that says so, and authenticated encryption is what would refuse it.
+ */
+export const decryptionSecret = (o: {
+  wanted: string;
+  manifest: { secretName?: string | undefined } | null | undefined;
+  pinned: boolean;
+  url: string;
+}): string => {
+  if (o.manifest) return o.wanted || o.manifest.secretName || '';
+  if (o.wanted && !o.pinned)
+    throw new RestoreError(
+      'EncryptionMismatch',
+      `${o.url} is not encrypted (its manifest says so), but the store names the key Secret ${o.wanted}: refusing an object that encryption cannot vouch for; restore it with a store without encryption if you trust it`,
+      false,
+    );
+  return '';
+};
+
+/**
  * The recorded source made loadable: where its object is, what it must hash to, how to read it,
  * with the store's credentials and the decryption key from their Secrets (in the Restore's
  * namespace). For a Backup, its status (the record the backup function wrote) and the manifest
@@ -196,8 +219,12 @@ export const resolveSource = async (
       `${plain.store.url(key)}: its manifest names no Redis server`,
       false,
     );
-  // The user's store may name the key's Secret (another namespace's name); else the manifest's.
-  const secretName = manifest.encryption ? spec.encryption?.secretName || manifest.encryption.secretName : '';
+  const secretName = decryptionSecret({
+    wanted: spec.encryption?.secretName ?? '',
+    manifest: manifest.encryption,
+    pinned: recorded.sha256 !== undefined,
+    url: plain.store.url(key),
+  });
   const store = await resolveStore({
     kube,
     namespace,

@@ -11,12 +11,19 @@ const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
 /**
  * What `latest: true` restores: the newest Completed Backup of the cluster, by completion (then
  * creation, then name, so every reader picks the same). Safety backups taken by restores do not
- * count: restoring "the latest backup" after a restore must not silently undo that restore. The
+ * count: restoring "the latest backup" after a restore must not silently undo that restore; nor
+ * do Backups being deleted (retention, Replace, a person), whose objects are on their way out. The
  * restore function and the webhook (which refuses a request it could not serve) both use this.
  */
 export const pickLatest = (backups: readonly Backup[], cluster: ClusterRef): Backup | undefined =>
   backups
-    .filter((b) => isBackupOf(b, cluster) && b.status?.phase === 'Completed' && !isSafetyBackup(b))
+    .filter(
+      (b) =>
+        isBackupOf(b, cluster) &&
+        b.status?.phase === 'Completed' &&
+        !isSafetyBackup(b) &&
+        !b.metadata.deletionTimestamp,
+    )
     .sort(
       (a, b) =>
         time(b.status?.completedAt) - time(a.status?.completedAt) ||
