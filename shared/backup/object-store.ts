@@ -30,11 +30,12 @@ export type ObjectStore = {
   /** Deletes it; a missing object is not an error. */
   delete(key: string): Promise<void>;
   /**
-   * Aborts every unfinished multipart upload under `prefix`: what a crashed process, or one that
-   * could not reach the store to abort, left behind. Returns how many it aborted. Also the cheap
-   * check that the bucket exists and the credentials work.
+   * Aborts every unfinished multipart upload of `key` (that very key, never a longer one under
+   * it): what a crashed process, or one that could not reach the store to abort, left behind.
+   * Returns how many it aborted. Also the cheap check that the bucket exists and the credentials
+   * work.
    */
-  abortUnfinished(prefix: string): Promise<number>;
+  abortUnfinished(key: string): Promise<number>;
   /** Unfinished multipart uploads under `prefix` (keys), for checks. */
   unfinished(prefix: string): Promise<string[]>;
 };

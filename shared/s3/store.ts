@@ -209,8 +209,10 @@ export const s3Store = (c: S3StoreConfig): ObjectStore => {
       await send(`deleting ${Key}`, () => client.send(new DeleteObjectCommand({ Bucket, Key })));
     },
     unfinished: async (prefix) => (await listUnfinished(prefix)).map((u) => u.Key),
-    abortUnfinished: async (prefix) => {
-      const found = await listUnfinished(prefix);
+    abortUnfinished: async (key) => {
+      // Listed by prefix (S3 has no other way), aborted only when the key is that very key: a
+      // longer key under it is another object's (a prefix may be any text, another tenant's).
+      const found = (await listUnfinished(key)).filter((u) => u.Key === key);
       for (const u of found) {
         await send(`aborting an unfinished upload of ${u.Key}`, () =>
           client.send(new AbortMultipartUploadCommand({ Bucket, ...u })),

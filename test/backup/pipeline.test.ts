@@ -4,7 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Compression } from '../../shared/backup/compression.ts';
 import { openStored, storeSnapshot } from '../../shared/backup/pipeline.ts';
@@ -219,9 +224,22 @@ describe('backup data path', () => {
       (await s.unfinished(prefix).catch(() => undefined)) ? true : undefined,
     );
     expect(await s.head(key)).toBeUndefined();
-    // The abort could not reach S3; the next look under the prefix aborts what was left.
-    await s.abortUnfinished(prefix);
+    // The abort could not reach S3; the next look at the key aborts what was left.
+    await s.abortUnfinished(key);
     expect(await s.unfinished(prefix)).toEqual([]);
+  });
+
+  it('aborts the unfinished uploads of a key, never those of a longer key under it (another object’s)', async () => {
+    const own = `${prefix}exact/cache/nightly-1.rdb.zst`;
+    // A prefix may be any text: another Backup's key can start with this one's.
+    const other = `${own}/team-b/cache/x-2.rdb.zst`;
+    for (const Key of [own, other])
+      await raw.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key }));
+    const s = store();
+    expect((await s.unfinished(`${prefix}exact/`)).sort()).toEqual([own, other]);
+    expect(await s.abortUnfinished(own)).toBe(1);
+    expect(await s.unfinished(`${prefix}exact/`)).toEqual([other]);
+    await s.abortUnfinished(other);
   });
 
   it('classifies what only the user can fix: a missing bucket, an unknown key id, a wrong secret', async () => {
