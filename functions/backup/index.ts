@@ -34,7 +34,7 @@ import {
   recordMetrics,
   withCondition,
 } from './report.ts';
-import { ClusterBusyError, keysOf, storeSpecOf, takeBackup } from './run.ts';
+import { BackupDeletedError, ClusterBusyError, keysOf, storeSpecOf, takeBackup } from './run.ts';
 import { loadTarget } from './targets/index.ts';
 import type { BackupTarget } from './targets/types.ts';
 
@@ -96,10 +96,11 @@ const failBackup = async (
 
 /** A failed Backup whose upload could not be aborted: try again, until the store answers. */
 const abortPending = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
-  const key = loaded.backup.status?.pendingAbort;
   const spec = loaded.backup.status?.store;
+  // What this Backup uploads to, not what its status says: the status marks that an abort is
+  // owed, the key is always this Backup's own.
+  const key = spec && loaded.backup.status?.pendingAbort ? keysOf(loaded, spec).object : undefined;
   try {
-    // Never with an empty key: that prefix is every upload in the bucket.
     if (spec && key) {
       const { store } = await resolveStore({
         kube: ctx.kube,
@@ -235,8 +236,12 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     );
   const started = status.startedAt ? new Date(status.startedAt) : now;
   let counted = false;
+  // Deleted while it streams (Replace, a person): the attempt stops and its upload is aborted,
+  // rather than finishing an object the finalizer would delete. Seen at each progress write.
+  const deleted = new AbortController();
   try {
     const t = await takeBackup({
+      signal: deleted.signal,
       ctx,
       loaded,
       target,
@@ -269,11 +274,15 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       onProgress: async (bytes, total) => {
         ctx.fence();
         const percent = percentOf(bytes, total);
-        await writeStatus((s) =>
-          s.phase === 'Running'
+        await writeStatus((s, current) => {
+          if (current.metadata.deletionTimestamp) {
+            deleted.abort(new BackupDeletedError());
+            return undefined;
+          }
+          return s.phase === 'Running'
             ? { ...s, progress: { bytes, ...(percent !== undefined ? { percent } : {}) } }
-            : undefined,
-        ).then(() => undefined);
+            : undefined;
+        }).then(() => undefined);
       },
       onSourceLost: (source, error) =>
         recordEvents(ctx, loaded, undefined, {
@@ -304,6 +313,11 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return done;
   } catch (error) {
     if (error instanceof LockLostError || ctx.signal.aborted) throw error;
+    // The upload was aborted with the stream; the next delivery finds the deletion and finalizes.
+    if (deleted.signal.aborted) {
+      ctx.log.info('deleted while it ran: stopped, upload aborted', { backup: key.name });
+      return retryAfter(100, 'BeingDeleted');
+    }
     // Not an attempt: nothing was tried. Said once, then waited for without a concurrency slot.
     if (error instanceof ClusterBusyError && !counted) return clusterBusy(loaded, ctx, error);
     const f = failureOf(error);

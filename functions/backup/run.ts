@@ -55,6 +55,16 @@ export class ClusterBusyError extends Error {
   readonly reason = 'ClusterBusy';
 }
 
+/** The Backup was deleted while its attempt ran: the attempt stops, nothing is retried. */
+export class BackupDeletedError extends Error {
+  override readonly name = 'BackupDeletedError';
+  readonly retry = false;
+  readonly reason = 'Deleted';
+  constructor() {
+    super('the Backup was deleted while it ran');
+  }
+}
+
 /**
  * One attempt: a snapshot of the best source streamed into the store, then its manifest. Sources
  * are chosen and their snapshots opened under the cluster's lock, so the choice never interleaves
@@ -76,8 +86,11 @@ export const takeBackup = async (o: {
   onSource: (source: SnapshotSource) => Promise<void>;
   onProgress: (bytes: number, total: number | undefined) => Promise<void>;
   onSourceLost: (source: SnapshotSource, error: SnapshotError) => Promise<void>;
+  /** Stops the attempt besides the run's own signal (the Backup being deleted). */
+  signal?: AbortSignal;
 }): Promise<Taken> => {
   const { ctx, loaded, target, resolved } = o;
+  const signal = o.signal ? AbortSignal.any([ctx.signal, o.signal]) : ctx.signal;
   const { kind, name } = target.ref;
   const keys = keysOf(loaded, o.spec);
   const preference = (loaded.backup.spec.source ?? BackupSpecDefaults.source) as SourcePreference;
@@ -103,11 +116,11 @@ export const takeBackup = async (o: {
         await o.onSource(source);
         try {
           // The run's signal, not the lock's: the stream outlives this lock.
-          const snap: OpenedSnapshot = await target.open(source, ctx.signal);
+          const snap: OpenedSnapshot = await target.open(source, signal);
           return { source, snap };
         } catch (error) {
           const lost = target.sourceLost(error);
-          if (!lost || ctx.signal.aborted) throw error;
+          if (!lost || signal.aborted) throw error;
           lastError = lost;
           await o.onSourceLost(source, lost);
         }
@@ -140,7 +153,7 @@ export const takeBackup = async (o: {
         encryptionKey: resolved.encryption?.key,
         partSize: partSizes(total),
         maxBytesPerSecond: maxRate,
-        signal: ctx.signal,
+        signal,
         onProgress: (bytes) => {
           const now = performance.now();
           if (writing || now - lastWrite < PROGRESS_EVERY_MS) return;
@@ -200,7 +213,7 @@ export const takeBackup = async (o: {
     } catch (error) {
       await writing;
       const lost = target.sourceLost(error);
-      if (!lost || ctx.signal.aborted) throw error;
+      if (!lost || signal.aborted) throw error;
       lastError = lost;
       await o.onSourceLost(source, lost);
     }

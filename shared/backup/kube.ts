@@ -17,8 +17,13 @@ export type LoadedBackup = {
   backup: Backup;
   key: { namespace: string; name: string };
   regarding: { apiVersion: string; kind: string; namespace: string; name: string; uid: string };
-  /** Read-modify-write of the status; `mutate` sees the freshest and returns the next, or undefined. */
-  writeStatus: (mutate: (s: BackupStatus) => BackupStatus | undefined) => Promise<Backup | undefined>;
+  /**
+   * Read-modify-write of the status; `mutate` sees the freshest (and the object it is of) and
+   * returns the next, or undefined.
+   */
+  writeStatus: (
+    mutate: (s: BackupStatus, current: Backup) => BackupStatus | undefined,
+  ) => Promise<Backup | undefined>;
 };
 
 /**
@@ -55,7 +60,7 @@ export const loadBackup = async (
       updateStatus<Backup>(custom, BACKUP, key, (o) => {
         // Never write over a newer incarnation of the name.
         if (o.metadata.uid !== backup.metadata.uid) return undefined;
-        const next = mutate({ ...(o.status ?? {}) });
+        const next = mutate({ ...(o.status ?? {}) }, o);
         return next === undefined || JSON.stringify(next) === JSON.stringify(o.status ?? {})
           ? undefined
           : next;
