@@ -55,7 +55,7 @@ const prune = async (
       (of) => selectRetention(of, spec.retention, { now, timeZone: clock.timeZone }),
     );
   } catch (error) {
-    // Only a maxAge the API server's pattern would have refused gets here.
+    // A maxAge under a minute, or one the API server's pattern would have refused.
     return {
       pruned,
       condition: {

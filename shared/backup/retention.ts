@@ -50,6 +50,9 @@ export type RetentionDecision = {
  */
 export const FAILED_KEPT = 3;
 
+/** The shortest maxAge retention accepts. */
+const MAX_AGE_MIN_MS = 60_000;
+
 type Unit = 'hour' | 'day' | 'week' | 'month';
 const PERIOD_RULES = [
   ['keepHourly', 'hour'],
@@ -121,6 +124,9 @@ export const selectRetention = (
 ): RetentionDecision => {
   formatIn(o.timeZone); // an unknown zone fails here, whatever the backups
   const maxAgeMs = policy?.maxAge ? parseDuration(policy.maxAge) : undefined;
+  // Below a minute is a slip ("0s", "0.5ms"), not a policy: it would delete every backup but one.
+  if (maxAgeMs !== undefined && maxAgeMs < MAX_AGE_MIN_MS)
+    throw new RangeError(`maxAge ${policy?.maxAge} is shorter than a minute`);
   const expired = (b: RetentionCandidate) =>
     maxAgeMs !== undefined && o.now.getTime() - b.takenAt.getTime() > maxAgeMs;
 

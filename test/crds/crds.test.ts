@@ -145,6 +145,11 @@ describe("Tideway's CRDs", () => {
       'schedule must be a 5-field cron expression',
     ],
     [
+      'a starting deadline no tick can meet',
+      obj('BackupSchedule', 'x', '{cluster: {name: c}, schedule: "@daily", startingDeadlineSeconds: 0}'),
+      'should be greater than or equal to 10',
+    ],
+    [
       'a bad time zone',
       obj('BackupSchedule', 'x', '{cluster: {name: c}, schedule: "@daily", timeZone: "Not a zone!"}'),
       'spec.timeZone',
