@@ -27,7 +27,13 @@ export type Taken = Stored & {
 
 /** The store a Backup writes to: its own, or its cluster's default. */
 export const storeSpecOf = (loaded: LoadedBackup, target: BackupTarget): BackupStoreSpec => {
-  const spec = loaded.backup.spec.store ?? target.defaultStore;
+  // The cluster's default store may change between attempts; an attempt that started recorded
+  // where it wrote, and every later attempt (and the finalizer) keeps to that place, so nothing
+  // it stored is left where no one looks.
+  const spec =
+    loaded.backup.spec.store ??
+    (loaded.backup.status?.store as BackupStoreSpec | undefined) ??
+    target.defaultStore;
   if (!spec)
     throw new ConfigurationError(
       'NoStore',
