@@ -1,4 +1,5 @@
-import { BackupSpecDefaults } from '../../shared/api/generated.ts';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { BackupSpecDefaults, type Restore, zRestore } from '../../shared/api/generated.ts';
 import { StoreError } from '../../shared/backup/errors.ts';
 import {
   BACKUP_FINALIZER,
@@ -7,6 +8,8 @@ import {
   setBackupFinalizers,
 } from '../../shared/backup/kube.ts';
 import { type BackupStoreSpec, resolveStore } from '../../shared/backup/store-config.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { restoresUsing } from '../../shared/restore/uses.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { recordEvents } from './report.ts';
 import { keysOf } from './run.ts';
@@ -18,8 +21,22 @@ import { keysOf } from './run.ts';
 const storeOf = (loaded: LoadedBackup): BackupStoreSpec | undefined =>
   loaded.backup.status?.store as BackupStoreSpec | undefined;
 
+/** How often a deleted Backup that a restore still uses is looked at again (ms). */
+const inUseRecheckMs = (env: Record<string, string | undefined>) =>
+  Number(env.TIDEWAY_BACKUP_IN_USE_RECHECK_MS ?? '') || 30_000;
+
+const listRestores = async (ctx: HandlerContext, namespace: string): Promise<Restore[]> => {
+  const list = (await ctx.kube
+    .makeApiClient(CustomObjectsApi)
+    .listNamespacedCustomObject({ ...TIDEWAY_KINDS.Restore, namespace })) as { items?: unknown[] };
+  return (list.items ?? []).flatMap((item) => {
+    const r = zRestore.safeParse(item);
+    return r.success ? [r.data] : [];
+  });
+};
+
 /**
- * A deleted Backup: any unfinished upload of it goes (a crashed attempt's parts are never worth
+ * A deleted Backup: kept while an unfinished Restore uses it; then any unfinished upload of it goes (a crashed attempt's parts are never worth
  * keeping), then with deletionPolicy Delete its object and its manifest, then the finalizer. A
  * store that cannot be reached keeps the Backup (retried); one that refuses for good (the Secret
  * or bucket gone, the credentials revoked) is reported in a Warning Event and the Backup goes: a
@@ -28,6 +45,25 @@ const storeOf = (loaded: LoadedBackup): BackupStoreSpec | undefined =>
 export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
   const { backup } = loaded;
   if (!hasBackupFinalizer(backup)) return done;
+  // Kept while a restore loads from it or may roll back to it, whatever the deletionPolicy (the
+  // restore finds the object through this Backup).
+  const users = restoresUsing(await listRestores(ctx, loaded.key.namespace), backup);
+  if (users.length > 0) {
+    const names = `Restore${users.length > 1 ? 's' : ''} ${users.join(', ')}`;
+    if (ctx.attempt === 1)
+      await recordEvents(ctx, loaded, undefined, {
+        type: 'Normal',
+        reason: 'InUse',
+        note: `kept until ${names} finish${users.length > 1 ? '' : 'es'}: ${users.length > 1 ? 'they load' : 'it loads'} from this backup or may roll back to it`,
+      });
+    if (ctx.attempt < ctx.maxAttempts - 1) return retryAfter(inUseRecheckMs(ctx.env), `InUse: ${names}`);
+    await recordEvents(ctx, loaded, undefined, {
+      type: 'Warning',
+      reason: 'InUse',
+      note: `still used by ${names} after ${ctx.attempt} looks; no longer waiting: once it is finished, change any label of this Backup to have it deleted`,
+    });
+    return done;
+  }
   const remove = (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
   const spec = storeOf(loaded);
   if (spec) {

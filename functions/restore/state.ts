@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { STATE_ANNOTATION, zSourceRef } from '../../shared/restore/uses.ts';
 import type { Failure } from './errors.ts';
 
 /**
@@ -8,13 +9,7 @@ import type { Failure } from './errors.ts';
  * master: the replication id the loaded data carries, and whether the target was given the
  * whole RDB. A redelivered run decides from these which data the master holds.
  */
-export const STATE_ANNOTATION = 'tideway.dev/restore-state';
-
-export const zSourceRef = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('backup'), name: z.string().min(1), uid: z.string() }),
-  z.object({ kind: z.literal('s3'), key: z.string().min(1) }),
-]);
-export type SourceRef = z.infer<typeof zSourceRef>;
+export { type SourceRef, STATE_ANNOTATION } from '../../shared/restore/uses.ts';
 
 /** What the master was before a load: how to tell its own data from the loaded. */
 export const zBefore = z.object({

@@ -4,12 +4,29 @@ import { backupObj, clusterObj, eventOf, fakeKube, scheduleObj } from './fixture
 import { handler, lockKey } from './index.ts';
 
 const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
+/** The run of a per-minute schedule due now. */
+const thisMinute = () => {
+  const at = new Date(Date.now() - 2000);
+  at.setUTCSeconds(0, 0);
+  return at;
+};
+/** The watcher's tick for the run at `at`. */
+const tick = (k: ReturnType<typeof fakeKube>, at: Date) =>
+  handler(
+    eventOf(
+      EventType.scheduleTick,
+      'BackupSchedule',
+      'nightly',
+      { scheduledTime: at.toISOString(), missedBefore: 0 },
+      'sched-uid',
+    ),
+    k.ctx,
+  );
 
 describe('schedule runs beside Backups that change (whole handler runs on an in-memory API)', () => {
   it('Replace keeps a Backup that completed between the look and the delete: the newest Completed is never deleted', async () => {
     const k = fakeKube();
-    const at = new Date(Date.now() - 2000);
-    at.setUTCSeconds(0, 0);
+    const at = thisMinute();
     k.put(
       'backupschedules',
       scheduleObj({ schedule: '* * * * *', concurrencyPolicy: 'Replace', retention: { keepLast: 1 } }),
@@ -24,16 +41,7 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
         o.status = { ...o.status, phase: 'Completed', completedAt: new Date().toISOString() };
       });
     };
-    await handler(
-      eventOf(
-        EventType.scheduleTick,
-        'BackupSchedule',
-        'nightly',
-        { scheduledTime: at.toISOString(), missedBefore: 0 },
-        'sched-uid',
-      ),
-      k.ctx,
-    );
+    await tick(k, at);
     // Then its completion's run (after the tick's: both lock the schedule).
     await handler(eventOf(EventType.updated, 'Backup', 'nightly-prev'), k.ctx);
     expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete backups/nightly-old (Completed)']);
@@ -48,8 +56,7 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
 
   it('Replace still deletes a Backup that is unfinished, however often its progress changed it', async () => {
     const k = fakeKube();
-    const at = new Date(Date.now() - 2000);
-    at.setUTCSeconds(0, 0);
+    const at = thisMinute();
     k.put('backupschedules', scheduleObj({ schedule: '* * * * *', concurrencyPolicy: 'Replace' }));
     k.put('redisclusters', clusterObj());
     k.put('backups', backupObj('nightly-prev', 'Running', minutesAgo(1)));
@@ -60,16 +67,7 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
         o.status = { ...o.status, progress: { bytes: ++progress } };
       });
     };
-    await handler(
-      eventOf(
-        EventType.scheduleTick,
-        'BackupSchedule',
-        'nightly',
-        { scheduledTime: at.toISOString(), missedBefore: 0 },
-        'sched-uid',
-      ),
-      k.ctx,
-    );
+    await tick(k, at);
     expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete backups/nightly-prev (Running)']);
   });
 

@@ -16,6 +16,7 @@ import { connectBus } from '../../shared/bus/connect.ts';
 import { fromMessage } from '../../shared/events/nats-binding.ts';
 import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
@@ -46,7 +47,11 @@ describe('backup', () => {
   const workers: Worker[] = [];
   const backupWorkers: Worker[] = [];
   // A bandwidth limit, so that a backup lasts long enough to be interfered with.
-  const backupEnv = { TIDEWAY_BACKUP_ATTEMPTS: '3', TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND: String(8 * MiB) };
+  const backupEnv = {
+    TIDEWAY_BACKUP_ATTEMPTS: '3',
+    TIDEWAY_BACKUP_MAX_BYTES_PER_SECOND: String(8 * MiB),
+    TIDEWAY_BACKUP_IN_USE_RECHECK_MS: '1000',
+  };
   const servers: TestServer[] = [];
   const rdc = redisClusters(b, () => ns);
   const bk = backups(b, () => ns);
@@ -301,6 +306,42 @@ describe('backup', () => {
     expect((await store.head(keptKey))?.size).toBe(kept.status?.size);
     expect(await store.head(keptKey.replace(/\.rdb\.zst\.enc$/, '.manifest.json'))).toBeDefined();
     await store.delete(keptKey);
+  });
+
+  it('a deleted Backup that an unfinished Restore uses is kept, object and all, until the Restore finishes', async () => {
+    await bk.create('in-use', { cluster: { name: 'cache' } });
+    const made = await bk.phase('in-use', 'Completed');
+    const key = keyOf(made.status?.location ?? '', s3.bucket);
+    // No restore function runs here: the Restore stays unfinished until the test ends it.
+    const RESTORE = TIDEWAY_KINDS.Restore;
+    await b.custom.createNamespacedCustomObject({
+      ...RESTORE,
+      namespace: ns,
+      body: {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'Restore',
+        metadata: { name: 'uses-it' },
+        spec: { cluster: { name: 'cache' }, source: { backup: { name: 'in-use' } } },
+      },
+    });
+    await bk.delete('in-use');
+    await expect.poll(() => eventReasons(b, ns, 'in-use'), EVENTS_RECORDED).toContain('InUse');
+    await new Promise((r) => setTimeout(r, 3000)); // looked at again every second here
+    expect((await bk.get('in-use')).metadata.deletionTimestamp).toBeDefined();
+    expect(await store.head(key)).toBeDefined();
+    const r = (await b.custom.getNamespacedCustomObject({
+      ...RESTORE,
+      namespace: ns,
+      name: 'uses-it',
+    })) as object;
+    await b.custom.replaceNamespacedCustomObjectStatus({
+      ...RESTORE,
+      namespace: ns,
+      name: 'uses-it',
+      body: { ...r, status: { phase: 'Failed' } },
+    });
+    await bk.gone('in-use');
+    expect(await store.head(key)).toBeUndefined();
   });
 
   it('deleting a Backup while it streams stops it: the upload is aborted, nothing stored, never Completed', async () => {

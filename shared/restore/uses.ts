@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import type { Backup, Restore } from '../api/generated.ts';
+
+/**
+ * The annotation where a Restore keeps what its runs must agree on (functions/restore/state.ts
+ * owns the rest of it); here only the part others read: which Backup it restores.
+ */
+export const STATE_ANNOTATION = 'tideway.dev/restore-state';
+
+/** What a Restore restores, once resolved: a Backup (by name and uid) or an S3 key. */
+export const zSourceRef = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('backup'), name: z.string().min(1), uid: z.string() }),
+  z.object({ kind: z.literal('s3'), key: z.string().min(1) }),
+]);
+export type SourceRef = z.infer<typeof zSourceRef>;
+
+const FINISHED = new Set(['Completed', 'Failed', 'RolledBack']);
+
+/** The Backup a Restore resolved (`latest` included), if its state says so; nothing if unreadable. */
+const resolvedSource = (r: Restore): SourceRef | undefined => {
+  try {
+    const raw = r.metadata.annotations?.[STATE_ANNOTATION];
+    return raw ? zSourceRef.safeParse((JSON.parse(raw) as { source?: unknown }).source).data : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The unfinished Restores that still need `backup`'s stored object: to load it (named, or
+ * resolved from `latest`), or to roll back to it (their safety backup). Deleting it under them
+ * would fail the restore, or leave a failed load with no way back.
+ */
+export const restoresUsing = (restores: readonly Restore[], backup: Pick<Backup, 'metadata'>): string[] => {
+  const { name, uid } = backup.metadata;
+  return restores
+    .filter((r) => !FINISHED.has(r.status?.phase ?? ''))
+    .filter((r) => {
+      const resolved = resolvedSource(r);
+      return (
+        r.spec.source.backup?.name === name ||
+        r.status?.safetyBackup === name ||
+        (resolved?.kind === 'backup' && resolved.name === name && (!uid || resolved.uid === uid))
+      );
+    })
+    .map((r) => r.metadata.name);
+};
