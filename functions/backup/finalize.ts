@@ -21,9 +21,15 @@ import { keysOf } from './run.ts';
 const storeOf = (loaded: LoadedBackup): BackupStoreSpec | undefined =>
   loaded.backup.status?.store as BackupStoreSpec | undefined;
 
-/** How often a deleted Backup that a restore still uses is looked at again (ms). */
-const inUseRecheckMs = (env: Record<string, string | undefined>) =>
-  Number(env.TIDEWAY_BACKUP_IN_USE_RECHECK_MS ?? '') || 30_000;
+/**
+ * When a deleted Backup that a restore still uses is looked at again (ms): every
+ * TIDEWAY_BACKUP_IN_USE_RECHECK_MS (30 s) for the first 20 looks, then ten times as seldom, so the
+ * function's retries (200) cover about 15 hours of restore.
+ */
+export const inUseRecheckMs = (env: Record<string, string | undefined>, attempt: number) => {
+  const every = Number(env.TIDEWAY_BACKUP_IN_USE_RECHECK_MS ?? '') || 30_000;
+  return attempt <= 20 ? every : every * 10;
+};
 
 const listRestores = async (ctx: HandlerContext, namespace: string): Promise<Restore[]> => {
   const list = (await ctx.kube
@@ -45,9 +51,13 @@ const listRestores = async (ctx: HandlerContext, namespace: string): Promise<Res
 export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
   const { backup } = loaded;
   if (!hasBackupFinalizer(backup)) return done;
-  // Kept while a restore loads from it or may roll back to it, whatever the deletionPolicy (the
-  // restore finds the object through this Backup).
-  const users = restoresUsing(await listRestores(ctx, loaded.key.namespace), backup);
+  // A Completed Backup is kept while a restore loads from it or may roll back to it, whatever the
+  // deletionPolicy (the restore finds the object through this Backup). An unfinished one holds
+  // nothing to load: its restore waits for it to finish, so waiting here would wait for each other.
+  const users =
+    backup.status?.phase === 'Completed'
+      ? restoresUsing(await listRestores(ctx, loaded.key.namespace), backup)
+      : [];
   if (users.length > 0) {
     const names = `Restore${users.length > 1 ? 's' : ''} ${users.join(', ')}`;
     if (ctx.attempt === 1)
@@ -56,13 +66,15 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
         reason: 'InUse',
         note: `kept until ${names} finish${users.length > 1 ? '' : 'es'}: ${users.length > 1 ? 'they load' : 'it loads'} from this backup or may roll back to it`,
       });
-    if (ctx.attempt < ctx.maxAttempts - 1) return retryAfter(inUseRecheckMs(ctx.env), `InUse: ${names}`);
+    // Never for ever: a restore the runtime gave up on never reaches a finished phase, and no
+    // event comes when one does. Within the runtime's retries (hours), then the deletion goes on.
+    if (ctx.attempt < ctx.maxAttempts - 1)
+      return retryAfter(inUseRecheckMs(ctx.env, ctx.attempt), `InUse: ${names}`);
     await recordEvents(ctx, loaded, undefined, {
       type: 'Warning',
-      reason: 'InUse',
-      note: `still used by ${names} after ${ctx.attempt} looks; no longer waiting: once it is finished, change any label of this Backup to have it deleted`,
+      reason: 'InUseGaveUp',
+      note: `still used by ${names} after ${ctx.attempt} looks: deleted anyway, a deletion must not hang for good`,
     });
-    return done;
   }
   const remove = (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
   const spec = storeOf(loaded);

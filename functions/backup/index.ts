@@ -293,9 +293,22 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     });
     const end = ctx.clock();
     ctx.fence();
-    const written = await writeStatus((s) =>
-      completedStatus(s, t, { started, now: end, generation, store: spec }),
-    );
+    // Deleted as the upload finished (after its last look at the signal): not Completed, and
+    // not announced; the finalizer removes what was stored.
+    let deletedMeanwhile = deleted.signal.aborted;
+    const written = deletedMeanwhile
+      ? undefined
+      : await writeStatus((s, current) => {
+          if (current.metadata.deletionTimestamp) {
+            deletedMeanwhile = true;
+            return undefined;
+          }
+          return completedStatus(s, t, { started, now: end, generation, store: spec });
+        });
+    if (deletedMeanwhile) {
+      ctx.log.info('deleted as it finished: not recorded as Completed', { backup: key.name });
+      return retryAfter(100, 'BeingDeleted');
+    }
     const took = end.getTime() - started.getTime();
     ctx.log.info('backup completed', {
       location: t.location,

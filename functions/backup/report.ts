@@ -1,5 +1,6 @@
 import { CloudEvent } from 'cloudevents';
 import type { BackupStatus, LoadedBackup } from '../../shared/backup/kube.ts';
+import { scheduleOwnerOf } from '../../shared/backup/schedule-owner.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
@@ -59,8 +60,9 @@ export const publishOutcome = (
   source: string,
   outcome: 'completed' | 'failed',
   data: Record<string, unknown>,
-) =>
-  ctx.publisher.publish(
+) => {
+  const schedule = scheduleOwnerOf(loaded.backup.metadata);
+  return ctx.publisher.publish(
     new CloudEvent({
       specversion: '1.0',
       id: eventId(loaded.backup.metadata.uid, 'backup', outcome),
@@ -73,6 +75,8 @@ export const publishOutcome = (
       namespace: loaded.key.namespace,
       name: loaded.key.name,
       cluster: loaded.backup.spec.cluster.name,
+      // Its schedule's function locks the schedule for it, as for the watcher's events.
+      ...(schedule ? { schedule } : {}),
       data: {
         namespace: loaded.key.namespace,
         backup: loaded.key.name,
@@ -81,6 +85,7 @@ export const publishOutcome = (
       },
     }),
   );
+};
 
 /**
  * The outcome the status records, on the bus: after the status is written, and again whenever

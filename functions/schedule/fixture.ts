@@ -35,7 +35,7 @@ const httpError = (code: number) => Object.assign(new Error(`HTTP ${code}`), { c
 export const fakeKube = () => {
   const objects = new Map<string, Obj>();
   const calls: string[] = [];
-  const hooks: { get?: Hook; create?: Hook } = {};
+  const hooks: { get?: Hook; create?: Hook; delete?: Hook } = {};
   let rv = 1;
   const key = (plural: string, name: string) => `${plural}/${name}`;
   const bump = (o: Obj) => {
@@ -69,6 +69,7 @@ export const fakeKube = () => {
       return structuredClone(o);
     },
     deleteNamespacedCustomObject: async (a: Call) => {
+      await hooks.delete?.(a);
       const o = objects.get(key(a.plural, a.name ?? ''));
       if (!o) throw httpError(404);
       const p = a.body?.preconditions ?? {};

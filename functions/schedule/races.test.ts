@@ -71,6 +71,36 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
     expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete backups/nightly-prev (Running)']);
   });
 
+  it('Replace deletes by the resourceVersion it saw unfinished: one that completes just before the delete is kept', async () => {
+    const k = fakeKube();
+    const at = thisMinute();
+    k.put('backupschedules', scheduleObj({ schedule: '* * * * *', concurrencyPolicy: 'Replace' }));
+    k.put('redisclusters', clusterObj());
+    k.put('backups', backupObj('nightly-prev', 'Running', minutesAgo(1)));
+    // Between the Replace's look at it (Running) and its delete request, the Backup completes.
+    k.hooks.delete = (a) => {
+      if (a.name !== 'nightly-prev') return;
+      k.hooks.delete = undefined;
+      k.update('backups', 'nightly-prev', (o) => {
+        o.status = { ...o.status, phase: 'Completed' };
+      });
+    };
+    await tick(k, at);
+    expect(k.backups()).toContain('nightly-prev:Completed');
+    expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual([]);
+  });
+
+  it('reads a starting deadline admitted before the 10 s floor as 10 s: its runs are still made', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ schedule: '* * * * *', startingDeadlineSeconds: 0 }));
+    k.put('redisclusters', clusterObj());
+    const at = thisMinute();
+    // 2 s late, as ticks are.
+    Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 2000) });
+    await tick(k, at);
+    expect(k.calls.filter((c) => c.startsWith('create'))).toHaveLength(1);
+  });
+
   it('does not prune by a retention policy the user replaced while the run was under way', async () => {
     const k = fakeKube();
     k.put('backupschedules', scheduleObj({ retention: { keepLast: 1 } }));
@@ -106,6 +136,20 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
     await handler(eventOf(EventType.updated, 'Backup', 'nightly-b2'), k.ctx);
     // keepLast 1 for each cluster: the older of each goes, the newest of each stays.
     expect(k.backups()).toEqual(['nightly-a2:Completed', 'nightly-b2:Completed']);
+  });
+});
+
+describe('retention with no Backups yet', () => {
+  it('still says when the policy is bad', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ retention: { maxAge: '0s' } }));
+    k.put('redisclusters', clusterObj());
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    const conditions = (k.get('backupschedules', 'nightly')?.status?.conditions ?? []) as {
+      type: string;
+      reason: string;
+    }[];
+    expect(conditions.find((c) => c.type === 'Retention')?.reason).toBe('InvalidRetention');
   });
 });
 

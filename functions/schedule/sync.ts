@@ -27,7 +27,8 @@ export const retainPerCluster = (
   select: (of: OwnedBackup[]) => RetentionDecision,
 ): RetentionDecision => {
   const groups = Map.groupBy(backups, (b) => b.cluster);
-  const decisions = [...groups.values()].map(select);
+  // With no Backups yet the policy is still judged: a bad one says so before the first run.
+  const decisions = groups.size > 0 ? [...groups.values()].map(select) : [select([])];
   return { keep: decisions.flatMap((d) => d.keep), delete: decisions.flatMap((d) => d.delete) };
 };
 

@@ -1,6 +1,7 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { BackupScheduleSpecDefaults } from '../../shared/api/generated.ts';
+import { STARTING_DEADLINE_MIN_SECONDS } from '../../shared/api/schedule.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import {
   type Condition,
@@ -78,8 +79,11 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
     now,
     lastScheduleTime: last,
     suspend: spec.suspend ?? BackupScheduleSpecDefaults.suspend,
-    startingDeadlineSeconds:
+    // Never below the floor admission enforces, whatever an object admitted before it says.
+    startingDeadlineSeconds: Math.max(
+      STARTING_DEADLINE_MIN_SECONDS,
       spec.startingDeadlineSeconds ?? BackupScheduleSpecDefaults.startingDeadlineSeconds,
+    ),
     concurrencyPolicy: spec.concurrencyPolicy ?? BackupScheduleSpecDefaults.concurrencyPolicy,
     nextAfter,
     clusterExists: await clusterExists(ctx.kube, namespace, clusterRefOf(spec)),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
+import { scheduleOwnerOf } from '../../shared/backup/schedule-owner.ts';
 import { DEFAULT_CLUSTER_KIND } from '../../shared/engines/index.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -23,19 +24,6 @@ const clusterOf = (kind: string, obj: KubeObj): { name: string; kind: string } |
   return { name: ref.name, kind: typeof ref.kind === 'string' && ref.kind ? ref.kind : DEFAULT_CLUSTER_KIND };
 };
 
-/**
- * The BackupSchedule that controls a Backup, for the `schedule` extension: the schedule function
- * locks it for the Backup's events (lockKey), so retention and a run never go side by side.
- */
-const scheduleOf = (kind: string, obj: KubeObj): string | undefined => {
-  if (kind !== 'Backup') return undefined;
-  const refs = (
-    obj.metadata as { ownerReferences?: { kind?: string; name?: string; controller?: boolean }[] }
-  )?.ownerReferences;
-  const owner = refs?.find((r) => r.controller === true && r.kind === 'BackupSchedule');
-  return typeof owner?.name === 'string' && owner.name ? owner.name : undefined;
-};
-
 /** A resource event: ids are deterministic, so a republished change is a JetStream duplicate. */
 export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | undefined => {
   const about = c.watched.about(c.obj);
@@ -44,7 +32,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
   const type = EventType[c.type];
   const own = c.watched.kind === about.kind;
   const cluster = own ? clusterOf(c.watched.kind, c.obj) : undefined;
-  const schedule = own ? scheduleOf(c.watched.kind, c.obj) : undefined;
+  const schedule = own && c.watched.kind === 'Backup' ? scheduleOwnerOf(c.obj.metadata) : undefined;
   return new CloudEvent({
     specversion: '1.0',
     id:

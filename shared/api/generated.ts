@@ -113,7 +113,7 @@ export const zBackupScheduleSpec = z.looseObject({
   timeZone: z.string().max(64).regex(new RegExp("^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$")).optional(),
   suspend: z.boolean().optional(),
   concurrencyPolicy: z.enum(["Forbid","Replace"]).optional(),
-  startingDeadlineSeconds: z.number().int().min(10).optional(),
+  startingDeadlineSeconds: z.number().int().min(0).optional(),
   retention: z.looseObject({
     keepLast: z.number().int().min(0).max(10000).optional(),
     keepHourly: z.number().int().min(0).max(10000).optional(),

@@ -1,4 +1,5 @@
 import type { CelBlocks } from './cel-blocks.ts';
+import { celDurationMs, parseDuration } from './duration.ts';
 
 // The BackupSchedule crons the API server refuses because they never fire. With day-of-week `*`
 // the day-of-month alone decides (with both restricted either matches, and a weekday occurs in
@@ -17,8 +18,28 @@ export const NEVER_FIRING_CRON = [
   `${CRON_MINUTE_HOUR}${days('31')}${months('0?[2469]|11|(?i:feb|apr|jun|sep|nov)')}`,
 ] as const;
 
+/**
+ * The shortest startingDeadlineSeconds: ticks arrive a few seconds after their time (the watcher
+ * checks each second, then the bus), so a shorter deadline skips runs — with 0, every run.
+ */
+export const STARTING_DEADLINE_MIN_SECONDS = 10;
+/** The shortest retention maxAge: below a minute is a slip ("0s"), deleting all backups but one. */
+export const MAX_AGE_MIN = '1m';
+
 /** The generated blocks of crds/backupschedule.yaml, by marker name. */
 export const BACKUPSCHEDULE_CEL = {
+  startingDeadline: [
+    {
+      rule: `self >= ${STARTING_DEADLINE_MIN_SECONDS}`,
+      message: `startingDeadlineSeconds must be at least ${STARTING_DEADLINE_MIN_SECONDS}: ticks arrive a few seconds after their time, and a shorter deadline skips runs`,
+    },
+  ],
+  maxAge: [
+    {
+      rule: `${celDurationMs('self')} >= ${parseDuration(MAX_AGE_MIN)}.0`,
+      message: `retention.maxAge must be at least ${MAX_AGE_MIN}: a shorter one deletes every backup but the newest at once`,
+    },
+  ],
   spec: [
     {
       rule: `!has(self.schedule) || ${NEVER_FIRING_CRON.map((re) => `!self.schedule.matches(r'${re}')`).join(' && ')}`,

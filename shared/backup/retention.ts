@@ -1,4 +1,5 @@
 import { parseDuration } from '../api/duration.ts';
+import { MAX_AGE_MIN } from '../api/schedule.ts';
 
 /** A BackupSchedule's spec.retention, as the API has it. */
 export type RetentionPolicy = {
@@ -49,9 +50,6 @@ export type RetentionDecision = {
  * backup function aborts the upload), so deleting one loses nothing but its record.
  */
 export const FAILED_KEPT = 3;
-
-/** The shortest maxAge retention accepts. */
-const MAX_AGE_MIN_MS = 60_000;
 
 type Unit = 'hour' | 'day' | 'week' | 'month';
 const PERIOD_RULES = [
@@ -124,9 +122,10 @@ export const selectRetention = (
 ): RetentionDecision => {
   formatIn(o.timeZone); // an unknown zone fails here, whatever the backups
   const maxAgeMs = policy?.maxAge ? parseDuration(policy.maxAge) : undefined;
-  // Below a minute is a slip ("0s", "0.5ms"), not a policy: it would delete every backup but one.
-  if (maxAgeMs !== undefined && maxAgeMs < MAX_AGE_MIN_MS)
-    throw new RangeError(`maxAge ${policy?.maxAge} is shorter than a minute`);
+  // Admission refuses it (crds/, MAX_AGE_MIN); an object admitted before that rule is refused
+  // here: below a minute is a slip ("0s"), and would delete every backup but the newest.
+  if (maxAgeMs !== undefined && maxAgeMs < parseDuration(MAX_AGE_MIN))
+    throw new RangeError(`maxAge ${policy?.maxAge} is shorter than ${MAX_AGE_MIN}`);
   const expired = (b: RetentionCandidate) =>
     maxAgeMs !== undefined && o.now.getTime() - b.takenAt.getTime() > maxAgeMs;
 

@@ -165,7 +165,7 @@ export const assessHealth = (
           `${down}; automatic failover is disabled (spec.failover.enabled): ${
             candidate
               ? `set it to true to promote ${candidate.pod}${ahead ? '' : `, or bring ${masterName} back`}`
-              : `no replica could take over without losing data (${refused.map((r) => `${r.pod} ${r.why}`).join('; ') || 'there is none'}); bring ${masterName} back`
+              : `no replica could take over without losing data (${refused.map((r) => `${r.pod} ${r.why}`).join('; ') || 'there is none'}); ${ahead ? 'an up-to-date replica must return' : `bring ${masterName} back`}`
           }`,
         ),
       };

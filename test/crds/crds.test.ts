@@ -147,7 +147,12 @@ describe("Tideway's CRDs", () => {
     [
       'a starting deadline no tick can meet',
       obj('BackupSchedule', 'x', '{cluster: {name: c}, schedule: "@daily", startingDeadlineSeconds: 0}'),
-      'should be greater than or equal to 10',
+      'startingDeadlineSeconds must be at least 10',
+    ],
+    [
+      'a maxAge that would delete all but the newest backup',
+      obj('BackupSchedule', 'x', '{cluster: {name: c}, schedule: "@daily", retention: {maxAge: 30s}}'),
+      'retention.maxAge must be at least 1m',
     ],
     [
       'a bad time zone',
