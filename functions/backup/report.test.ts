@@ -1,10 +1,8 @@
-import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import type { LoadedBackup } from '../../shared/backup/kube.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
-import { lockKey } from '../schedule/index.ts';
-import { formatDuration, percentOf, publishOutcome, recordMetrics } from './report.ts';
+import { formatDuration, percentOf, recordMetrics } from './report.ts';
 import type { Taken } from './run.ts';
 
 describe('backup status helpers', () => {
@@ -38,34 +36,5 @@ describe('backup status helpers', () => {
     expect(page).toContain(`tideway_backup_last_rdb_bytes${labels} 4000`);
     expect(page).toContain('tideway_backups_total{cluster="cache",namespace="prod",outcome="completed"} 1');
     expect(page).toContain('tideway_backups_total{cluster="cache",namespace="prod",outcome="failed"} 1');
-  });
-});
-
-describe('the outcome on the bus', () => {
-  it('names the Backup’s schedule (the `schedule` extension), so its run locks that schedule', async () => {
-    const published: CloudEvent<unknown>[] = [];
-    const ctx = {
-      clock: () => new Date('2026-11-27T03:00:00Z'),
-      publisher: { publish: async (e: CloudEvent<unknown>) => void published.push(e) },
-    } as unknown as HandlerContext;
-    const loaded = (ownerReferences: unknown[]) =>
-      ({
-        key: { namespace: 'ns', name: 'nightly-202611270300' },
-        backup: { metadata: { uid: 'u', ownerReferences }, spec: { cluster: { name: 'cache' } } },
-      }) as unknown as LoadedBackup;
-    const owner = {
-      apiVersion: 'tideway.dev/v1alpha1',
-      kind: 'BackupSchedule',
-      name: 'nightly',
-      uid: 's',
-      controller: true,
-    };
-    await publishOutcome(ctx, loaded([owner]), '/t', 'completed', {});
-    await publishOutcome(ctx, loaded([]), '/t', 'completed', {});
-    expect(published[0]).toMatchObject({ schedule: 'nightly', cluster: 'cache' });
-    expect((published[1] as unknown as Record<string, unknown>).schedule).toBeUndefined();
-    expect(lockKey(published[0] as CloudEvent<unknown>)).toBe(
-      lockKey({ kind: 'BackupSchedule', namespace: 'ns', name: 'nightly' } as never),
-    );
   });
 });

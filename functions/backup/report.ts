@@ -1,6 +1,5 @@
 import { CloudEvent } from 'cloudevents';
 import type { BackupStatus, LoadedBackup } from '../../shared/backup/kube.ts';
-import { scheduleOwnerOf } from '../../shared/backup/schedule-owner.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
@@ -61,7 +60,6 @@ export const publishOutcome = (
   outcome: 'completed' | 'failed',
   data: Record<string, unknown>,
 ) => {
-  const schedule = scheduleOwnerOf(loaded.backup.metadata);
   return ctx.publisher.publish(
     new CloudEvent({
       specversion: '1.0',
@@ -75,8 +73,6 @@ export const publishOutcome = (
       namespace: loaded.key.namespace,
       name: loaded.key.name,
       cluster: loaded.backup.spec.cluster.name,
-      // Its schedule's function locks the schedule for it, as for the watcher's events.
-      ...(schedule ? { schedule } : {}),
       data: {
         namespace: loaded.key.namespace,
         backup: loaded.key.name,

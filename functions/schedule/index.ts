@@ -1,16 +1,9 @@
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { BackupScheduleResource } from '../../shared/api/generated.ts';
-import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
-import {
-  done,
-  type HandlerContext,
-  type LockKey,
-  type Outcome,
-  retryAfter,
-} from '../../shared/runtime/handler.ts';
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { readClock } from './clock.ts';
 import { isLoaded, loadSchedule, readBackup } from './kube.ts';
 import { sync } from './sync.ts';
@@ -22,21 +15,6 @@ type Target = { key: { namespace: string; name: string }; uid: string | undefine
 const ext = (event: CloudEvent<unknown>, name: string) => {
   const v = (event as unknown as Record<string, unknown>)[name];
   return typeof v === 'string' && v !== '' ? v : undefined;
-};
-
-/**
- * What a run locks: its schedule, for the schedule's own events and ticks and for its Backups'
- * events alike (the watcher names a Backup's controlling schedule in the `schedule` extension).
- * So retention after a Backup's change never runs beside a tick's run of the same schedule, which
- * lists, creates and (concurrencyPolicy Replace) deletes Backups.
- */
-export const lockKey: LockKey = (event) => {
-  const kind = ext(event, 'kind') ?? '';
-  const namespace = ext(event, 'namespace') ?? '';
-  const schedule = kind === 'Backup' ? ext(event, 'schedule') : undefined;
-  return schedule
-    ? objectKeyOf({ kind: BackupScheduleResource.kind, namespace, name: schedule })
-    : objectKeyOf({ kind, namespace, name: ext(event, 'name') ?? '' });
 };
 
 /**

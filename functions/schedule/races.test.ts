@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EventType } from '../../shared/events/types.ts';
 import { backupObj, clusterObj, eventOf, fakeKube, scheduleObj } from './fixture.ts';
-import { handler, lockKey } from './index.ts';
+import { handler } from './index.ts';
 
 const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
 /** The run of a per-minute schedule due now. */
@@ -34,16 +34,16 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
     k.put('redisclusters', clusterObj());
     k.put('backups', backupObj('nightly-old', 'Completed', minutesAgo(10)));
     k.put('backups', backupObj('nightly-prev', 'Running', minutesAgo(1)));
-    // While the tick makes its Backup, the backup function finishes nightly-prev.
-    k.hooks.create = () => {
+    // While the tick makes its Backup, the backup function finishes nightly-prev, and the
+    // schedule's run on that change goes beside the tick (it locks the Backup, not the schedule).
+    k.hooks.create = async () => {
       k.hooks.create = undefined;
       k.update('backups', 'nightly-prev', (o) => {
         o.status = { ...o.status, phase: 'Completed', completedAt: new Date().toISOString() };
       });
+      await handler(eventOf(EventType.updated, 'Backup', 'nightly-prev'), k.ctx);
     };
     await tick(k, at);
-    // Then its completion's run (after the tick's: both lock the schedule).
-    await handler(eventOf(EventType.updated, 'Backup', 'nightly-prev'), k.ctx);
     expect(k.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete backups/nightly-old (Completed)']);
     expect(k.backups()).toContain('nightly-prev:Completed');
     const conditions = (k.get('backupschedules', 'nightly')?.status?.conditions ?? []) as {
@@ -150,19 +150,5 @@ describe('retention with no Backups yet', () => {
       reason: string;
     }[];
     expect(conditions.find((c) => c.type === 'Retention')?.reason).toBe('InvalidRetention');
-  });
-});
-
-describe('lockKey', () => {
-  it('locks the schedule for its own events and for its Backups’ (the watcher’s `schedule` extension)', () => {
-    const ev = (o: Record<string, string>) => ({ namespace: 'ns', ...o }) as never;
-    const schedule = lockKey(ev({ kind: 'BackupSchedule', name: 'nightly' }));
-    expect(lockKey(ev({ kind: 'Backup', name: 'nightly-202611270300', schedule: 'nightly' }))).toBe(schedule);
-    // A Backup of no schedule (or an event from before the extension) locks itself.
-    expect(lockKey(ev({ kind: 'Backup', name: 'manual' }))).not.toBe(schedule);
-    expect(lockKey(ev({ kind: 'Backup', name: 'manual' }))).toBe(
-      lockKey(ev({ kind: 'Backup', name: 'manual' })),
-    );
-    expect(lockKey(ev({ kind: 'BackupSchedule', name: 'other' }))).not.toBe(schedule);
   });
 });

@@ -117,32 +117,6 @@ describe('watcher events', () => {
     expect(of('Backup', {}).cluster).toBeUndefined();
   });
 
-  it('names the BackupSchedule that controls a Backup (the `schedule` extension), and no other owner', () => {
-    const of = (kind: string, ownerReferences: unknown[]) =>
-      resourceEvent('/s', {
-        type: 'updated',
-        watched: WATCHED.find((w) => w.kind === kind)!,
-        obj: {
-          metadata: { name: 'b1', namespace: 'prod', uid: 'u', resourceVersion: '3', ownerReferences },
-          spec: { cluster: { name: 'cache' } },
-        } as never,
-      })!;
-    const ref = (kind: string, name: string, controller = true) => ({
-      apiVersion: 'tideway.dev/v1alpha1',
-      kind,
-      name,
-      uid: 'x',
-      controller,
-    });
-    const scheduled = of('Backup', [ref('BackupSchedule', 'nightly')]);
-    expect(scheduled.validate()).toBe(true);
-    expect(scheduled).toMatchObject({ schedule: 'nightly', cluster: 'cache' });
-    expect(of('Backup', [ref('BackupSchedule', 'nightly', false)]).schedule).toBeUndefined();
-    expect(of('Backup', [ref('Restore', 'r1')]).schedule).toBeUndefined();
-    expect(of('Backup', []).schedule).toBeUndefined();
-    expect(of('Restore', [ref('BackupSchedule', 'nightly')]).schedule).toBeUndefined();
-  });
-
   it('gives a tick one id per slot', () => {
     const t1 = tickEvent('/s', 'dev.tideway.tick.health', 'RedisCluster', obj, '100');
     expect(t1.validate()).toBe(true);

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
-import { scheduleOwnerOf } from '../../shared/backup/schedule-owner.ts';
 import { DEFAULT_CLUSTER_KIND } from '../../shared/engines/index.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -32,7 +31,6 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
   const type = EventType[c.type];
   const own = c.watched.kind === about.kind;
   const cluster = own ? clusterOf(c.watched.kind, c.obj) : undefined;
-  const schedule = own && c.watched.kind === 'Backup' ? scheduleOwnerOf(c.obj.metadata) : undefined;
   return new CloudEvent({
     specversion: '1.0',
     id:
@@ -52,7 +50,6 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
     ...(m.resourceVersion ? { resourceversion: m.resourceVersion } : {}),
     ...(own ? {} : { cause: `${c.watched.kind}/${m.namespace}/${m.name}` }),
     ...(cluster ? { cluster: cluster.name, clusterkind: cluster.kind } : {}),
-    ...(schedule ? { schedule } : {}),
     traceparent: traceparent(),
     data: {
       kind: c.watched.kind,
