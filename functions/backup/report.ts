@@ -59,8 +59,8 @@ export const publishOutcome = (
   source: string,
   outcome: 'completed' | 'failed',
   data: Record<string, unknown>,
-) => {
-  return ctx.publisher.publish(
+) =>
+  ctx.publisher.publish(
     new CloudEvent({
       specversion: '1.0',
       id: eventId(loaded.backup.metadata.uid, 'backup', outcome),
@@ -81,7 +81,6 @@ export const publishOutcome = (
       },
     }),
   );
-};
 
 /**
  * The outcome the status records, on the bus: after the status is written, and again whenever

@@ -101,7 +101,7 @@ export const sync = async (o: SyncOptions) => {
   const written = await loaded.writeObserved(
     async (current) => {
       // The spec changed since this run read it: retention by the old rules could delete what the
-      // new ones keep. The change's own event runs next (it waits for this run's lock).
+      // new ones keep. The change's own event runs by the new rules.
       if (current.metadata.generation !== generation) {
         ctx.log.info('spec changed meanwhile: not pruned', {
           read: generation,
