@@ -17,7 +17,6 @@ type Obj = {
     creationTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
-    ownerReferences?: unknown[];
   };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown>;
@@ -163,15 +162,7 @@ export const backupObj = (
     namespace: 'ns',
     uid: `uid-${name}`,
     labels: { 'tideway.dev/schedule': 'nightly', 'tideway.dev/cluster': cluster },
-    ownerReferences: [
-      {
-        apiVersion: 'tideway.dev/v1alpha1',
-        kind: 'BackupSchedule',
-        name: 'nightly',
-        uid: 'sched-uid',
-        controller: true,
-      },
-    ],
+    annotations: { 'tideway.dev/schedule-name': 'nightly', 'tideway.dev/schedule-uid': 'sched-uid' },
   },
   spec: { cluster: { name: cluster } },
   ...(phase ? { status: { phase, startedAt: startedAt.toISOString() } } : {}),

@@ -1,15 +1,13 @@
-import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
-import { BackupScheduleResource } from '../../shared/api/generated.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { readClock } from './clock.ts';
 import { isLoaded, loadSchedule, readBackup } from './kube.ts';
+import { madeBySchedule } from './names.ts';
 import { sync } from './sync.ts';
 import { parseTick, runOnce } from './tick.ts';
 
-type Owned = { metadata?: { ownerReferences?: V1OwnerReference[] } };
 type Target = { key: { namespace: string; name: string }; uid: string | undefined };
 
 const ext = (event: CloudEvent<unknown>, name: string) => {
@@ -31,10 +29,8 @@ const scheduleOf = async (event: CloudEvent<unknown>, ctx: HandlerContext): Prom
   // A deleted Backup is known from the event (the watcher sends its last state), not the API.
   const last = (event.data as { object?: unknown } | undefined)?.object;
   const b = event.type === EventType.deleted ? last : await readBackup(ctx.kube, { namespace, name });
-  const owner = (b as Owned | undefined)?.metadata?.ownerReferences?.find(
-    (r) => r.controller === true && r.kind === BackupScheduleResource.kind,
-  );
-  return owner ? { key: { namespace, name: owner.name }, uid: owner.uid } : undefined;
+  const maker = madeBySchedule(b as Parameters<typeof madeBySchedule>[0]);
+  return maker ? { key: { namespace, name: maker.name }, uid: maker.uid } : undefined;
 };
 
 /** The schedule's own events and ticks, and changes of its Backups: all end in the same sync. */

@@ -1,14 +1,7 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import {
-  type Backup,
-  type BackupSchedule,
-  BackupScheduleResource,
-  zBackup,
-  zBackupSchedule,
-} from '../../shared/api/generated.ts';
+import { type Backup, type BackupSchedule, zBackup, zBackupSchedule } from '../../shared/api/generated.ts';
 import { type ClusterRef, clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../shared/kube/errors.ts';
-import { controlledBy } from '../../shared/kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { updateStatus } from '../../shared/kube/status.ts';
 import { done, type Outcome, terminal } from '../../shared/runtime/handler.ts';
@@ -16,8 +9,11 @@ import {
   backupName,
   CLUSTER_LABEL,
   labelValue,
+  madeBy,
   rfc3339,
   SCHEDULE_LABEL,
+  SCHEDULE_NAME_ANNOTATION,
+  SCHEDULE_UID_ANNOTATION,
   SCHEDULED_TIME_ANNOTATION,
 } from './names.ts';
 
@@ -25,7 +21,7 @@ const BACKUP = TIDEWAY_KINDS.Backup;
 const SCHEDULE = TIDEWAY_KINDS.BackupSchedule;
 type Status = NonNullable<BackupSchedule['status']>;
 type Key = { namespace: string; name: string };
-type Owned = Parameters<typeof controlledBy>[0];
+type Marked = Parameters<typeof madeBy>[0];
 
 export type LoadedSchedule = {
   schedule: BackupSchedule;
@@ -55,7 +51,7 @@ export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSc
   try {
     raw = await custom.getNamespacedCustomObject({ ...SCHEDULE, ...key });
   } catch (error) {
-    if (isNotFound(error)) return done; // gone: its Backups go with it (owner references)
+    if (isNotFound(error)) return done; // gone: its Backups stay, pruned no more
     throw error;
   }
   const parsed = zBackupSchedule.safeParse(raw);
@@ -96,8 +92,8 @@ export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSc
 export const isLoaded = (x: LoadedSchedule | Outcome): x is LoadedSchedule => 'schedule' in x;
 
 /**
- * The schedule's Backups: selected by label, and only those it controls (a Backup someone else
- * made, labelled alike, is never counted, replaced or pruned).
+ * The schedule's Backups: selected by label, and only those it made (a Backup someone else
+ * made, labelled alike, is never counted, replaced or pruned: see madeBy).
  */
 export const listScheduleBackups = async (kube: KubeConfig, s: BackupSchedule): Promise<Backup[]> => {
   const list = (await kube.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
@@ -107,7 +103,7 @@ export const listScheduleBackups = async (kube: KubeConfig, s: BackupSchedule): 
   })) as { items?: unknown[] };
   return (list.items ?? []).flatMap((item) => {
     const b = zBackup.safeParse(item);
-    return b.success && controlledBy(item as Owned, s.metadata.uid ?? '') ? [b.data] : [];
+    return b.success && madeBy(item as Marked, s.metadata.uid) ? [b.data] : [];
   });
 };
 
@@ -123,7 +119,7 @@ export const clusterExists = async (kube: KubeConfig, namespace: string, ref: Cl
   }
 };
 
-/** The Backup of the run at `at`: the template, the cluster, owned by and labelled for the schedule. */
+/** The Backup of the run at `at`: the template, the cluster, marked as the schedule's (no owner reference). */
 export const desiredBackup = (s: BackupSchedule, at: Date) => ({
   apiVersion: `${BACKUP.group}/${BACKUP.version}`,
   kind: BACKUP.kind,
@@ -134,16 +130,11 @@ export const desiredBackup = (s: BackupSchedule, at: Date) => ({
       [SCHEDULE_LABEL]: labelValue(s.metadata.name),
       [CLUSTER_LABEL]: labelValue(s.spec.cluster.name),
     },
-    annotations: { [SCHEDULED_TIME_ANNOTATION]: rfc3339(at) },
-    ownerReferences: [
-      {
-        apiVersion: `${BackupScheduleResource.group}/${BackupScheduleResource.version}`,
-        kind: BackupScheduleResource.kind,
-        name: s.metadata.name,
-        uid: s.metadata.uid ?? '',
-        controller: true,
-      },
-    ],
+    annotations: {
+      [SCHEDULED_TIME_ANNOTATION]: rfc3339(at),
+      [SCHEDULE_NAME_ANNOTATION]: s.metadata.name,
+      [SCHEDULE_UID_ANNOTATION]: s.metadata.uid ?? '',
+    },
   },
   spec: { ...(s.spec.template ?? {}), cluster: clusterRefOf(s.spec) },
 });
@@ -170,7 +161,7 @@ export const createBackup = async (
     namespace: body.metadata.namespace ?? '',
     name: body.metadata.name,
   });
-  return controlledBy(existing as Owned, s.metadata.uid ?? '') ? 'exists' : 'foreign';
+  return madeBy(existing as Marked, s.metadata.uid) ? 'exists' : 'foreign';
 };
 
 /**

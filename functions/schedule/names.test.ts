@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backupName, labelValue, rfc3339 } from './names.ts';
+import { backupName, labelValue, madeBy, madeBySchedule, rfc3339 } from './names.ts';
 
 // What the API server accepts: a DNS-1123 subdomain (object names) and a label value.
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -49,5 +49,37 @@ describe('labelValue', () => {
 describe('rfc3339', () => {
   it('writes seconds, as Kubernetes does', () => {
     expect(rfc3339(new Date('2026-11-22T03:00:00.000Z'))).toBe('2026-11-22T03:00:00Z');
+  });
+});
+
+describe('madeBy', () => {
+  const annotated = (name: string, uid: string) => ({
+    metadata: { annotations: { 'tideway.dev/schedule-name': name, 'tideway.dev/schedule-uid': uid } },
+  });
+  const owned = (kind: string, controller: boolean) => ({
+    metadata: {
+      ownerReferences: [{ apiVersion: 'tideway.dev/v1alpha1', kind, name: 'old', uid: 'u1', controller }],
+    },
+  });
+
+  it('reads the schedule from the annotations the schedule writes', () => {
+    expect(madeBySchedule(annotated('nightly', 'u1'))).toEqual({ name: 'nightly', uid: 'u1' });
+    expect(madeBy(annotated('nightly', 'u1'), 'u1')).toBe(true);
+  });
+
+  it('is not the schedule’s when the uid is another’s (an earlier schedule of that name) or absent', () => {
+    expect(madeBy(annotated('nightly', 'u0'), 'u1')).toBe(false);
+    expect(madeBy(annotated('nightly', ''), '')).toBe(false);
+    expect(madeBy(annotated('nightly', 'u1'), undefined)).toBe(false);
+    expect(madeBy({ metadata: { annotations: { 'tideway.dev/schedule-uid': 'u1' } } }, 'u1')).toBe(false);
+    expect(madeBy({ metadata: { labels: { 'tideway.dev/schedule': 'nightly' } } } as never, 'u1')).toBe(
+      false,
+    );
+  });
+
+  it('still reads the controller owner reference older versions wrote, and only that', () => {
+    expect(madeBySchedule(owned('BackupSchedule', true))).toEqual({ name: 'old', uid: 'u1' });
+    expect(madeBySchedule(owned('BackupSchedule', false))).toBeUndefined();
+    expect(madeBySchedule(owned('RedisCluster', true))).toBeUndefined();
   });
 });

@@ -1,10 +1,38 @@
 import { createHash } from 'node:crypto';
+import type { V1OwnerReference } from '@kubernetes/client-node';
 
-/** Labels and annotation a scheduled Backup carries. */
+/** Labels and annotations a scheduled Backup carries. */
 export const SCHEDULE_LABEL = 'tideway.dev/schedule';
 export const CLUSTER_LABEL = 'tideway.dev/cluster';
 /** The run a Backup was made for (RFC 3339, UTC). */
 export const SCHEDULED_TIME_ANNOTATION = 'tideway.dev/scheduled-time';
+/** The schedule that made a Backup: its full name (a label value may be cut) and its uid. */
+export const SCHEDULE_NAME_ANNOTATION = 'tideway.dev/schedule-name';
+export const SCHEDULE_UID_ANNOTATION = 'tideway.dev/schedule-uid';
+
+type Marked = {
+  metadata?: { annotations?: Record<string, string>; ownerReferences?: V1OwnerReference[] };
+};
+
+/**
+ * The schedule a Backup was made by. Named in annotations and not by an owner reference, so that
+ * deleting a schedule (a GitOps prune, a renamed manifest) leaves its Backups and their data in
+ * place, as Velero and CloudNativePG do by default. Backups made before that carry a controller
+ * owner reference, which is still read.
+ */
+export const madeBySchedule = (b: Marked | undefined): { name: string; uid: string } | undefined => {
+  const a = b?.metadata?.annotations;
+  const [name, uid] = [a?.[SCHEDULE_NAME_ANNOTATION], a?.[SCHEDULE_UID_ANNOTATION]];
+  if (name && uid) return { name, uid };
+  const owner = b?.metadata?.ownerReferences?.find(
+    (r) => r.controller === true && r.kind === 'BackupSchedule',
+  );
+  return owner ? { name: owner.name, uid: owner.uid } : undefined;
+};
+
+/** The Backup is the schedule's (with that uid: never one made by an earlier schedule of its name). */
+export const madeBy = (b: Marked | undefined, uid: string | undefined) =>
+  !!uid && madeBySchedule(b)?.uid === uid;
 
 const hash = (text: string, n: number) => createHash('sha256').update(text).digest('hex').slice(0, n);
 
@@ -14,8 +42,8 @@ const shorten = (name: string, max: number) =>
 
 /**
  * A label value for an object name: names may have 253 characters, label values 63. Longer names
- * are cut and hashed, so the label still selects only that name's objects (owner references
- * decide what is the schedule's anyway).
+ * are cut and hashed, so the label still selects only that name's objects (the annotations decide
+ * what is the schedule's anyway).
  */
 export const labelValue = (name: string) => shorten(name, 63);
 

@@ -204,15 +204,12 @@ describe.concurrent('backup schedules', () => {
           'tideway.dev/schedule': 'every-minute',
           'tideway.dev/cluster': 'cache',
         });
-        expect((x.metadata as { ownerReferences?: unknown }).ownerReferences).toEqual([
-          {
-            apiVersion: 'tideway.dev/v1alpha1',
-            kind: 'BackupSchedule',
-            name: 'every-minute',
-            uid: s.metadata.uid,
-            controller: true,
-          },
-        ]);
+        // The schedule is named, not an owner: deleting the schedule must not delete its Backups.
+        expect(x.metadata.annotations).toMatchObject({
+          'tideway.dev/schedule-name': 'every-minute',
+          'tideway.dev/schedule-uid': s.metadata.uid,
+        });
+        expect((x.metadata as { ownerReferences?: unknown }).ownerReferences).toBeUndefined();
         // The cluster's kind is named (RedisCluster, the default), as the schedule names it.
         expect(x.spec).toEqual({
           cluster: { name: 'cache', kind: 'RedisCluster' },
@@ -286,6 +283,48 @@ describe.concurrent('backup schedules', () => {
       );
       expect(scheduledOf(resumed).getTime()).toBeGreaterThan(resumedAt);
       expect((await o.getSchedule('every-minute')).status?.missedRuns ?? 0).toBe(0);
+
+      // Deleted: its Backups stay. A ConfigMap owned by the schedule shows when the garbage
+      // collector has dealt with the deletion (it would have taken the Backups by then).
+      // Suspended first, and retention done (keepLast 1), so nothing else changes the Backups.
+      await o.patchSchedule('every-minute', { suspend: true });
+      await o.completeAll('every-minute');
+      const kept = await until(
+        'retention done',
+        async () => {
+          const names = (await o.backups('every-minute')).map((x) => x.metadata.name);
+          return names.length === 1 ? names : undefined;
+        },
+        MINUTE,
+        500,
+      );
+      await b.core.createNamespacedConfigMap({
+        namespace: o.ns,
+        body: {
+          metadata: {
+            name: 'owned-by-the-schedule',
+            ownerReferences: [
+              {
+                apiVersion: 'tideway.dev/v1alpha1',
+                kind: 'BackupSchedule',
+                name: 'every-minute',
+                uid: s.metadata.uid ?? '',
+              },
+            ],
+          },
+        },
+      });
+      await b.custom.deleteNamespacedCustomObject({ ...SCHEDULE, namespace: o.ns, name: 'every-minute' });
+      await until(
+        'the garbage collector took what the schedule owned',
+        async () => {
+          const left = await b.core.listNamespacedConfigMap({ namespace: o.ns });
+          return left.items.some((c) => c.metadata?.name === 'owned-by-the-schedule') ? undefined : true;
+        },
+        MINUTE,
+        500,
+      );
+      expect((await o.backups('every-minute')).map((x) => x.metadata.name).sort()).toEqual(kept);
     },
     7 * MINUTE,
   );
@@ -446,14 +485,34 @@ describe.concurrent('backup schedules', () => {
         schedule: '0 0 1 1 *',
         timeZone: 'Asia/Tokyo',
       });
-      const owner = {
-        apiVersion: 'tideway.dev/v1alpha1',
-        kind: 'BackupSchedule',
-        name: 'keep',
-        uid: s.metadata.uid,
-        controller: true,
+      // How a Backup names its schedule: the annotations the schedule writes, the controller owner
+      // reference older versions wrote, nothing (labels only), or an earlier schedule's uid.
+      const marks = {
+        made: {
+          annotations: { 'tideway.dev/schedule-name': 'keep', 'tideway.dev/schedule-uid': s.metadata.uid },
+        },
+        legacy: {
+          ownerReferences: [
+            {
+              apiVersion: 'tideway.dev/v1alpha1',
+              kind: 'BackupSchedule',
+              name: 'keep',
+              uid: s.metadata.uid,
+              controller: true,
+            },
+          ],
+        },
+        none: {},
+        earlier: {
+          annotations: { 'tideway.dev/schedule-name': 'keep', 'tideway.dev/schedule-uid': 'an-earlier-uid' },
+        },
       };
-      const fixture = async (name: string, phase: string, startedAt: string, owned = true) => {
+      const fixture = async (
+        name: string,
+        phase: string,
+        startedAt: string,
+        mark: keyof typeof marks = 'made',
+      ) => {
         await b.custom.createNamespacedCustomObject({
           ...BACKUP,
           namespace: o.ns,
@@ -463,7 +522,7 @@ describe.concurrent('backup schedules', () => {
             metadata: {
               name,
               labels: { 'tideway.dev/schedule': 'keep', 'tideway.dev/cluster': 'gone' },
-              ...(owned ? { ownerReferences: [owner] } : {}),
+              ...marks[mark],
             },
             spec: { cluster: { name: 'gone' } },
           },
@@ -475,7 +534,7 @@ describe.concurrent('backup schedules', () => {
         });
       };
       // Tokyo is UTC+9: c4 is 10 January there, 9 January in UTC.
-      await fixture('c1', 'Completed', '2026-01-08T12:00:00Z');
+      await fixture('c1', 'Completed', '2026-01-08T12:00:00Z', 'legacy');
       await fixture('c2', 'Completed', '2026-01-09T10:00:00Z');
       await fixture('c3', 'Completed', '2026-01-09T14:30:00Z');
       await fixture('c4', 'Completed', '2026-01-09T15:30:00Z');
@@ -484,7 +543,8 @@ describe.concurrent('backup schedules', () => {
       await fixture('p', 'Pending', '2025-01-01T00:00:00Z');
       await fixture('r', 'Running', '2025-01-02T00:00:00Z');
       // Labelled alike but not the schedule's: never counted, never deleted.
-      await fixture('forged', 'Completed', '2025-06-01T00:00:00Z', false);
+      await fixture('forged', 'Completed', '2025-06-01T00:00:00Z', 'none');
+      await fixture('earlier', 'Completed', '2025-06-02T00:00:00Z', 'earlier');
 
       const left = (expected: string[]) =>
         until(
@@ -499,16 +559,16 @@ describe.concurrent('backup schedules', () => {
 
       // No policy: every Completed one stays; of the Failed, the newest three.
       await o.patchSchedule('keep', { retention: {} });
-      await left(['c1', 'c2', 'c3', 'c4', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged']);
+      await left(['c1', 'c2', 'c3', 'c4', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged', 'earlier']);
 
       // keepLast 1 and keepDaily 2, in Tokyo's days: c5 (newest, 10 Jan) and c3 (newest of 9 Jan).
       // In UTC keepDaily would have kept c4 instead.
       await o.patchSchedule('keep', { retention: { keepLast: 1, keepDaily: 2 } });
-      await left(['c3', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged']);
+      await left(['c3', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged', 'earlier']);
 
       // maxAge: all are older than an hour, but the newest Completed stays; Pending and Running too.
       await o.patchSchedule('keep', { retention: { maxAge: '1h' } });
-      await left(['c5', 'p', 'r', 'forged']);
+      await left(['c5', 'p', 'r', 'forged', 'earlier']);
       const status = await until(
         'the status after pruning',
         async () => {
