@@ -18,6 +18,24 @@ export const NEVER_FIRING_CRON = [
   `${CRON_MINUTE_HOUR}${days('31')}${months('0?[2469]|11|(?i:feb|apr|jun|sep|nov)')}`,
 ] as const;
 
+/** Month and weekday names as numbers, as the watcher's cron reads them (7 is Sunday too). */
+const CRON_NAMES = Object.fromEntries([
+  ...['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'].map((m, i) => [
+    m,
+    i + 1,
+  ]),
+  ...['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'].map((d, i) => [d, i]),
+]);
+const celNames = `{${Object.entries(CRON_NAMES)
+  .map(([k, v]) => `'${k}': ${v}`)
+  .join(', ')}}`;
+/** A range end (a number or a name; the syntax rule has vouched for it) as a CEL int. */
+const celCronValue = (x: string) =>
+  `(${x}.matches('^[0-9]+$') ? int(${x}) : (${x}.lowerAscii() in ${celNames} ? ${celNames}[${x}.lowerAscii()] : 0))`;
+const rangeOf = `p.split('/')[0]`;
+/** CEL: no range of any field runs backwards ("5-1", "fri-mon"), which the watcher's cron refuses. */
+const CRON_RANGES_FORWARD = `self.schedule.startsWith('@') || self.schedule.split(' ').all(f, f.split(',').all(p, !${rangeOf}.contains('-') || ${celCronValue(`${rangeOf}.split('-')[0]`)} <= ${celCronValue(`${rangeOf}.split('-')[1]`)}))`;
+
 /**
  * The shortest startingDeadlineSeconds: ticks arrive a few seconds after their time (the watcher
  * checks each second, then the bus), so a shorter deadline skips runs — with 0, every run.
@@ -45,6 +63,12 @@ export const BACKUPSCHEDULE_CEL = {
       rule: `!has(self.schedule) || ${NEVER_FIRING_CRON.map((re) => `!self.schedule.matches(r'${re}')`).join(' && ')}`,
       message:
         'schedule never fires: none of its months has its day of month (e.g. 30 February, 31 April); choose a day that exists in those months',
+      fieldPath: '.schedule',
+    },
+    {
+      rule: `!has(self.schedule) || ${CRON_RANGES_FORWARD}`,
+      message:
+        'schedule has a range that runs backwards (e.g. "5-1"): write it low to high, or as two ranges ("5-23,0-1")',
       fieldPath: '.schedule',
     },
   ],

@@ -224,6 +224,37 @@ describe("Tideway's CRDs", () => {
     }
   });
 
+  it('refuses a range that runs backwards, as the watcher’s cron does, and only that', async () => {
+    const accepted = [
+      '0 1-5 * * *',
+      '0 0 * jan-mar mon-fri',
+      '5-5 * * * *',
+      '0 0 * * 5-7',
+      '0 0 * * sun-7',
+      '*/5 0 1 * *',
+    ];
+    const refused = [
+      '30 5-1 * * *',
+      '0 0 * mar-jan *',
+      '0 0 * * FRI-Mon',
+      '0 0 20-10/2 * *',
+      '0 0 * * 7-sun',
+      '1,9-3 * * * *',
+    ];
+    for (const [i, schedule] of accepted.entries()) {
+      expect(() => parseCron(schedule)).not.toThrow();
+      expect(
+        await apply(obj('BackupSchedule', `fwd-${i}`, `{cluster: {name: c}, schedule: "${schedule}"}`)),
+      ).toContain('created');
+    }
+    for (const [i, schedule] of refused.entries()) {
+      expect(() => parseCron(schedule)).toThrow(/bad range/);
+      expect(
+        await apply(obj('BackupSchedule', `back-${i}`, `{cluster: {name: c}, schedule: "${schedule}"}`)),
+      ).toContain('schedule has a range that runs backwards');
+    }
+  });
+
   it('refuses to change what a Backup backs up, but lets deletionPolicy change', async () => {
     expect(await apply(obj('Backup', 'b1', '{cluster: {name: cache}}'))).toContain('created');
     expect(await apply(obj('Backup', 'b1', '{cluster: {name: other}}'))).toContain(
