@@ -122,6 +122,7 @@ export const completedStatus = (
       ...rest,
       phase: 'Completed',
       completedAt: o.now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      ...(t.manifest.takenAt ? { takenAt: t.manifest.takenAt.replace(/\.\d+Z$/, 'Z') } : {}),
       location: t.location,
       size: t.size,
       rdbSize: t.rdbSize,

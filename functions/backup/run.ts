@@ -123,7 +123,7 @@ export const takeBackup = async (o: {
         try {
           // The run's signal, not the lock's: the stream outlives this lock.
           const snap: OpenedSnapshot = await target.open(source, signal);
-          return { source, snap };
+          return { source, snap, takenAt: new Date() };
         } catch (error) {
           const lost = target.sourceLost(error);
           if (!lost || signal.aborted) throw error;
@@ -146,7 +146,7 @@ export const takeBackup = async (o: {
     }
     if (!next.value)
       throw lastError ?? new SnapshotError('NoSource', `no instance of ${kind} ${name} can serve a snapshot`);
-    const { source, snap } = next.value;
+    const { source, snap, takenAt } = next.value;
     let lastWrite = 0;
     let writing: Promise<void> | undefined;
     try {
@@ -208,6 +208,7 @@ export const takeBackup = async (o: {
           ? { format: ENCRYPTION_FORMAT, secretName: resolved.encryption.secretName }
           : null,
         startedAt: o.started.toISOString(),
+        takenAt: takenAt.toISOString(),
         created: completed.toISOString(),
       };
       await resolved.store.put(

@@ -19,6 +19,7 @@ const backup = (
     kind?: 'EtcdCluster';
     phase?: string;
     completedAt?: string;
+    takenAt?: string;
     created?: string;
     safety?: boolean;
   } = {},
@@ -34,19 +35,28 @@ const backup = (
   status: {
     phase: (o.phase ?? 'Completed') as 'Completed',
     ...(o.completedAt ? { completedAt: o.completedAt } : {}),
+    ...(o.takenAt ? { takenAt: o.takenAt } : {}),
   },
 });
 
 const cache = { kind: 'RedisCluster', name: 'cache' } as const;
 
 describe('latest: true', () => {
-  it('is the newest Completed Backup of the cluster, by completion', () => {
+  it('is the newest Completed Backup of the cluster (without takenAt: by completion)', () => {
     const list = [
       backup('old', { completedAt: '2026-11-20T01:00:00Z' }),
       backup('new', { completedAt: '2026-11-21T01:00:00Z', created: '2026-11-19T00:00:00Z' }),
       backup('mid', { completedAt: '2026-11-20T12:00:00Z', created: '2026-11-21T00:00:00Z' }),
     ];
     expect(pickLatest(list, cache)?.metadata.name).toBe('new');
+  });
+
+  it('is the one with the newest data: a backup that finished last may have been taken first', () => {
+    const list = [
+      backup('long', { takenAt: '2026-11-21T00:00:00Z', completedAt: '2026-11-21T03:00:00Z' }),
+      backup('short', { takenAt: '2026-11-21T01:00:00Z', completedAt: '2026-11-21T01:10:00Z' }),
+    ];
+    expect(pickLatest(list, cache)?.metadata.name).toBe('short');
   });
 
   it('skips other clusters, unfinished and failed backups, safety backups of restores, and Backups being deleted', () => {

@@ -35,6 +35,17 @@ describe('ownedBackupOf', () => {
         }),
       ).takenAt,
     ).toEqual(new Date('2026-11-22T03:00:05Z'));
+    // The snapshot's own time first: a source lost mid-stream made it later than the start.
+    expect(
+      ownedBackupOf(
+        backup({
+          phase: 'Completed',
+          startedAt: '2026-11-22T03:00:05Z',
+          takenAt: '2026-11-22T03:04:00Z',
+          completedAt: '2026-11-22T03:10:00Z',
+        }),
+      ).takenAt,
+    ).toEqual(new Date('2026-11-22T03:04:00Z'));
     expect(
       ownedBackupOf(backup(undefined, { 'tideway.dev/scheduled-time': '2026-11-22T03:00:00Z' })).takenAt,
     ).toEqual(new Date('2026-11-22T03:00:00Z'));

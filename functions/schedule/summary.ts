@@ -1,5 +1,6 @@
 import type { Backup, BackupScheduleSpec } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
+import { takenAtOf } from '../../shared/backup/latest.ts';
 import type { BackupPhase, RetentionCandidate, RetentionDecision } from '../../shared/backup/retention.ts';
 import type { ConditionInput } from '../../shared/kube/conditions.ts';
 import { SCHEDULED_TIME_ANNOTATION } from './names.ts';
@@ -21,19 +22,17 @@ const dateOf = (...values: (string | undefined)[]) => {
 };
 
 /**
- * The data is taken when the backup starts streaming (startedAt); before that, the run it was
+ * When the data was taken (takenAtOf, as `latest` orders); before a run starts, the run it was
  * made for stands in (and the creation time for a Backup without one).
  */
 export const ownedBackupOf = (b: Backup): OwnedBackup => ({
   name: b.metadata.name,
   uid: b.metadata.uid ?? '',
   phase: b.status?.phase as BackupPhase | undefined,
-  takenAt: dateOf(
-    b.status?.startedAt,
-    b.status?.completedAt,
-    b.metadata.annotations?.[SCHEDULED_TIME_ANNOTATION],
-    b.metadata.creationTimestamp,
-  ),
+  takenAt: ((t) =>
+    t === undefined
+      ? dateOf(b.metadata.annotations?.[SCHEDULED_TIME_ANNOTATION], b.metadata.creationTimestamp)
+      : new Date(t))(takenAtOf(b)),
   deleting: Boolean(b.metadata.deletionTimestamp),
   cluster: (({ kind, name }) => `${kind}/${name}`)(clusterRefOf(b.spec)),
 });

@@ -48,6 +48,7 @@ export const zBackupStatus = z.looseObject({
   phase: z.enum(["Pending","Running","Completed","Failed"]).optional(),
   startedAt: z.string().optional(),
   completedAt: z.string().optional(),
+  takenAt: z.string().optional(),
   location: z.string().max(2048).optional(),
   size: z.number().int().optional(),
   rdbSize: z.number().int().optional(),

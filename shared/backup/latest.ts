@@ -9,8 +9,22 @@ export const isSafetyBackup = (b: Pick<Backup, 'metadata'>) => b.metadata.labels
 const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
 
 /**
- * What `latest: true` restores: the newest Completed Backup of the cluster, by completion (then
- * creation, then name, so every reader picks the same). Safety backups taken by restores do not
+ * When a Backup's data is from: the opening of its snapshot (`status.takenAt`); Backups from
+ * before that was recorded stand in with their start, then their end. Newest by this is latest:
+ * Backups of one cluster may run side by side, and the one that finishes last may hold the older
+ * data (it started first, or its first source was lost and it began again).
+ */
+export const takenAtOf = (b: Pick<Backup, 'status'>): number | undefined => {
+  for (const v of [b.status?.takenAt, b.status?.startedAt, b.status?.completedAt]) {
+    const t = v ? Date.parse(v) : Number.NaN;
+    if (!Number.isNaN(t)) return t;
+  }
+  return undefined;
+};
+
+/**
+ * What `latest: true` restores: the newest Completed Backup of the cluster, by when its data was
+ * taken (then completion, creation and name, so every reader picks the same). Safety backups taken by restores do not
  * count: restoring "the latest backup" after a restore must not silently undo that restore; nor
  * do Backups being deleted (retention, Replace, a person), whose objects are on their way out. The
  * restore function and the webhook (which refuses a request it could not serve) both use this.
@@ -26,6 +40,7 @@ export const pickLatest = (backups: readonly Backup[], cluster: ClusterRef): Bac
     )
     .sort(
       (a, b) =>
+        (takenAtOf(b) ?? 0) - (takenAtOf(a) ?? 0) ||
         time(b.status?.completedAt) - time(a.status?.completedAt) ||
         time(b.metadata.creationTimestamp) - time(a.metadata.creationTimestamp) ||
         b.metadata.name.localeCompare(a.metadata.name),

@@ -1,19 +1,30 @@
 import { parseDuration } from '../api/duration.ts';
 import type { Backup, RedisCluster } from '../api/generated.ts';
 import { isBackupOf } from '../backup/cluster-ref.ts';
+import { takenAtOf } from '../backup/latest.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
 
 type LastBackup = { name: string; completedAt: string };
 
-/** The newest Completed Backup of the RedisCluster, by completion time (an EtcdCluster namesake's do not count). */
-export const lastBackupOf = (clusterName: string, backups: readonly Backup[]): LastBackup | undefined => {
-  let last: LastBackup | undefined;
+/**
+ * The newest Completed Backup of the RedisCluster, by when its data was taken (takenAtOf; an
+ * EtcdCluster namesake's do not count), and that time.
+ */
+export const lastBackupOf = (
+  clusterName: string,
+  backups: readonly Backup[],
+): (LastBackup & { takenAt: number }) | undefined => {
+  let last: (LastBackup & { takenAt: number }) | undefined;
   for (const b of backups) {
-    const at = b.status?.completedAt;
-    if (!isBackupOf(b, { kind: 'RedisCluster', name: clusterName }) || b.status?.phase !== 'Completed' || !at)
+    const [completedAt, takenAt] = [b.status?.completedAt, takenAtOf(b)];
+    if (
+      !isBackupOf(b, { kind: 'RedisCluster', name: clusterName }) ||
+      b.status?.phase !== 'Completed' ||
+      !completedAt ||
+      takenAt === undefined
+    )
       continue;
-    if (!last || Date.parse(at) > Date.parse(last.completedAt))
-      last = { name: b.metadata.name ?? '', completedAt: at };
+    if (!last || takenAt > last.takenAt) last = { name: b.metadata.name ?? '', completedAt, takenAt };
   }
   return last;
 };
@@ -28,10 +39,10 @@ export const freshness = (
   backups: readonly Backup[],
   now: Date,
 ): { lastBackup?: LastBackup; ageSeconds?: number; condition?: ConditionInput } => {
-  const lastBackup = lastBackupOf(rc.metadata.name ?? '', backups);
-  const ageSeconds = lastBackup
-    ? Math.max(0, (now.getTime() - Date.parse(lastBackup.completedAt)) / 1000)
-    : undefined;
+  const last = lastBackupOf(rc.metadata.name ?? '', backups);
+  const lastBackup = last && { name: last.name, completedAt: last.completedAt };
+  // The age of the data, not of the upload: a backup that streamed for an hour is an hour older.
+  const ageSeconds = last ? Math.max(0, (now.getTime() - last.takenAt) / 1000) : undefined;
   const target = rc.spec.backup?.maxBackupAge;
   const found = {
     ...(lastBackup ? { lastBackup } : {}),
@@ -39,7 +50,7 @@ export const freshness = (
   };
   if (!target) return found;
   const maxSeconds = parseDuration(target) / 1000;
-  if (lastBackup && ageSeconds !== undefined) {
+  if (last && ageSeconds !== undefined) {
     const stale = ageSeconds > maxSeconds;
     return {
       ...found,
@@ -48,7 +59,7 @@ export const freshness = (
         status: stale ? 'True' : 'False',
         reason: stale ? 'TooOld' : 'Fresh',
         // The time, not the age: a message that changed every tick would rewrite the status every tick.
-        message: `the newest completed backup, ${lastBackup.name}, finished at ${lastBackup.completedAt}; maxBackupAge is ${target}`,
+        message: `the newest completed backup, ${last.name}, holds data from ${new Date(last.takenAt).toISOString().replace(/\.\d+Z$/, 'Z')}; maxBackupAge is ${target}`,
       },
     };
   }

@@ -161,6 +161,12 @@ describe('backup', () => {
     expect(s.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(s.redisVersion).toMatch(/^7\.0\.\d+$/);
     expect(s.duration).toMatch(/^\d+\.\ds$/);
+    // When the data was taken: after the run started, before it ended (what `latest` orders by).
+    const [started, taken, completed] = [s.startedAt, s.takenAt, s.completedAt].map((t) =>
+      Date.parse(t ?? ''),
+    );
+    expect(taken).toBeGreaterThanOrEqual(started ?? Number.NaN);
+    expect(taken).toBeLessThanOrEqual(completed ?? Number.NaN);
     expect(s.rdbSize).toBeGreaterThan(32 * MiB);
     expect(s.progress).toEqual({ bytes: s.rdbSize, percent: 100 });
     expect(findCondition(s.conditions as never, 'Completed')).toMatchObject({
@@ -195,6 +201,7 @@ describe('backup', () => {
       encryption: { format: 'tideway-aes-256-gcm-chunked-v1', secretName: 'backup-key' },
       source: s.source,
     });
+    expect(manifest.takenAt?.slice(0, 19)).toBe(s.takenAt?.slice(0, 19)); // status: to the second
     // What the data set took in the source's memory, and what of it counted against maxmemory
     // (a restore weighs them against its target's memory limit and maxmemory).
     const { usedMemory = 0, maxmemoryUsage = 0 } = manifest.redis ?? {};
