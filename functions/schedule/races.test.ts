@@ -152,3 +152,21 @@ describe('retention with no Backups yet', () => {
     expect(conditions.find((c) => c.type === 'Retention')?.reason).toBe('InvalidRetention');
   });
 });
+
+describe('retention while suspended', () => {
+  it('goes on: maxAge prunes the older Backups, never the newest Completed, and no run is made', async () => {
+    const k = fakeKube();
+    k.put(
+      'backupschedules',
+      scheduleObj({ schedule: '* * * * *', suspend: true, retention: { keepLast: 5, maxAge: '1h' } }),
+    );
+    k.put('redisclusters', clusterObj());
+    k.put('backups', backupObj('nightly-3h', 'Completed', minutesAgo(180)));
+    k.put('backups', backupObj('nightly-2h', 'Completed', minutesAgo(120)));
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    expect(k.calls.filter((c) => c.startsWith('delete') || c.startsWith('create'))).toEqual([
+      'delete backups/nightly-3h (Completed)',
+    ]);
+    expect(k.backups()).toEqual(['nightly-2h:Completed']);
+  });
+});
