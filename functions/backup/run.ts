@@ -121,9 +121,12 @@ export const takeBackup = async (o: {
         ctx.fence();
         await o.onSource(source);
         try {
+          // The data is from when the snapshot is asked for (Redis forks on SYNC), not from when
+          // it opens: a disk-based transfer opens only after the whole BGSAVE.
+          const takenAt = new Date();
           // The run's signal, not the lock's: the stream outlives this lock.
           const snap: OpenedSnapshot = await target.open(source, signal);
-          return { source, snap, takenAt: new Date() };
+          return { source, snap, takenAt };
         } catch (error) {
           const lost = target.sourceLost(error);
           if (!lost || signal.aborted) throw error;

@@ -1,4 +1,10 @@
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1OwnerReference,
+} from '@kubernetes/client-node';
 import { type Backup, type BackupSchedule, zBackup, zBackupSchedule } from '../../shared/api/generated.ts';
 import { type ClusterRef, clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../shared/kube/errors.ts';
@@ -105,6 +111,42 @@ export const listScheduleBackups = async (kube: KubeConfig, s: BackupSchedule): 
     const b = zBackup.safeParse(item);
     return b.success && madeBy(item as Marked, s.metadata.uid) ? [b.data] : [];
   });
+};
+
+/**
+ * Backups made before schedules named themselves in annotations carry a controller owner
+ * reference to the schedule instead, and the garbage collector would delete them with it. This
+ * moves such a Backup to the annotations and drops that reference (by resourceVersion: one changed
+ * meanwhile is moved at the next look). True when it moved it.
+ */
+export const releaseFromOwner = async (kube: KubeConfig, s: BackupSchedule, b: Backup): Promise<boolean> => {
+  const refs = (b.metadata as { ownerReferences?: V1OwnerReference[] }).ownerReferences ?? [];
+  const rest = refs.filter((r) => !(r.controller === true && r.uid === s.metadata.uid));
+  if (!s.metadata.uid || rest.length === refs.length) return false;
+  try {
+    await kube.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+      {
+        ...BACKUP,
+        namespace: b.metadata.namespace ?? s.metadata.namespace ?? '',
+        name: b.metadata.name,
+        body: {
+          metadata: {
+            resourceVersion: b.metadata.resourceVersion,
+            annotations: {
+              [SCHEDULE_NAME_ANNOTATION]: s.metadata.name,
+              [SCHEDULE_UID_ANNOTATION]: s.metadata.uid,
+            },
+            ownerReferences: rest.length > 0 ? rest : null,
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    return true;
+  } catch (error) {
+    if (isConflict(error) || isNotFound(error)) return false;
+    throw error;
+  }
 };
 
 export const clusterExists = async (kube: KubeConfig, namespace: string, ref: ClusterRef) => {

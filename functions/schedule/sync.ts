@@ -1,10 +1,17 @@
+import type { Backup } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { type RetentionDecision, selectRetention } from '../../shared/backup/retention.ts';
 import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
 import type { EventRecorder } from '../../shared/kube/events.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { fireAfter, type ScheduleClock } from './clock.ts';
-import { clusterExists, deleteBackup, type LoadedSchedule, listScheduleBackups } from './kube.ts';
+import {
+  clusterExists,
+  deleteBackup,
+  type LoadedSchedule,
+  listScheduleBackups,
+  releaseFromOwner,
+} from './kube.ts';
 import { rfc3339 } from './names.ts';
 import { type OwnedBackup, ownedBackupOf, readyCondition, retentionCondition, summarize } from './summary.ts';
 
@@ -30,6 +37,23 @@ export const retainPerCluster = (
   // With no Backups yet the policy is still judged: a bad one says so before the first run.
   const decisions = groups.size > 0 ? [...groups.values()].map(select) : [select([])];
   return { keep: decisions.flatMap((d) => d.keep), delete: decisions.flatMap((d) => d.delete) };
+};
+
+/** Older Backups off the schedule's owner reference (releaseFromOwner); never in retention's way. */
+const releaseAll = async (
+  ctx: HandlerContext,
+  schedule: LoadedSchedule['schedule'],
+  backups: readonly Backup[],
+) => {
+  for (const b of backups) {
+    ctx.fence();
+    try {
+      if (await releaseFromOwner(ctx.kube, schedule, b))
+        ctx.log.info('released from the owner reference', { backup: b.metadata.name });
+    } catch (error) {
+      ctx.log.warn('not released from the owner reference', { backup: b.metadata.name, error });
+    }
+  }
 };
 
 /** Deletes what retention selects; the Retention condition says what it kept and why. */
@@ -109,7 +133,9 @@ export const sync = async (o: SyncOptions) => {
         });
         return undefined;
       }
-      const backups = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
+      const listed = await listScheduleBackups(ctx.kube, schedule);
+      await releaseAll(ctx, schedule, listed);
+      const backups = listed.map(ownedBackupOf);
       const exists = await clusterExists(ctx.kube, namespace, clusterRefOf(spec));
       const { condition, pruned } = await prune(o, backups);
       return { summary: summarize(backups.filter((b) => !pruned.has(b.name))), exists, retention: condition };

@@ -9,8 +9,9 @@ export const isSafetyBackup = (b: Pick<Backup, 'metadata'>) => b.metadata.labels
 const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
 
 /**
- * When a Backup's data is from: the opening of its snapshot (`status.takenAt`); Backups from
- * before that was recorded stand in with their start, then their end. Newest by this is latest:
+ * When a Backup's data is from: when its snapshot was asked of the source (`status.takenAt`; Redis
+ * forks on SYNC — one that joins a BGSAVE already running holds data a little older). Backups
+ * without it (older, or Failed) stand in with their start, then their end. Newest by this is latest:
  * Backups of one cluster may run side by side, and the one that finishes last may hold the older
  * data (it started first, or its first source was lost and it began again).
  */

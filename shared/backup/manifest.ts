@@ -44,7 +44,7 @@ export const zManifest = z.object({
   /** null when the object is not encrypted; the key is never here, only where it lives. */
   encryption: z.object({ format: z.literal(ENCRYPTION_FORMAT), secretName: z.string() }).nullable(),
   startedAt: z.string(),
-  /** When the snapshot was opened on its source: the point in time the data is from. */
+  /** When the snapshot was asked of its source (Redis forks then): the point in time the data is from. */
   takenAt: z.string().optional(),
   created: z.string(),
 });

@@ -560,6 +560,17 @@ describe.concurrent('backup schedules', () => {
       // No policy: every Completed one stays; of the Failed, the newest three.
       await o.patchSchedule('keep', { retention: {} });
       await left(['c1', 'c2', 'c3', 'c4', 'c5', 'f3', 'f4', 'f5', 'p', 'r', 'forged', 'earlier']);
+      // The one an older version made is moved off the owner reference the garbage collector follows.
+      const legacy = await until(
+        'c1 released from its owner reference',
+        async () => {
+          const x = (await o.backups()).find((y) => y.metadata.name === 'c1');
+          return (x?.metadata as { ownerReferences?: unknown } | undefined)?.ownerReferences ? undefined : x;
+        },
+        MINUTE,
+        500,
+      );
+      expect(legacy.metadata.annotations).toMatchObject(marks.made.annotations);
 
       // keepLast 1 and keepDaily 2, in Tokyo's days: c5 (newest, 10 Jan) and c3 (newest of 9 Jan).
       // In UTC keepDaily would have kept c4 instead.
@@ -722,7 +733,7 @@ describe.concurrent('backup schedules', () => {
     3 * MINUTE,
   );
 
-  it('the schedule function may make, list and delete Backups and write schedule status, and nothing more', async () => {
+  it('the schedule function may make, list, delete and patch Backups and write schedule status, and nothing more', async () => {
     const authz = b.kc.makeApiClient(AuthorizationV1Api);
     const can = async (verb: string, resource: string, subresource?: string, group = 'tideway.dev') =>
       (
@@ -745,6 +756,7 @@ describe.concurrent('backup schedules', () => {
         ['create', 'backups'],
         ['delete', 'backups'],
         ['list', 'backups'],
+        ['patch', 'backups'],
         ['get', 'backupschedules'],
         ['update', 'backupschedules', 'status'],
         ['get', 'redisclusters'],
@@ -752,7 +764,6 @@ describe.concurrent('backup schedules', () => {
       ],
       denied: [
         ['update', 'backups'],
-        ['patch', 'backups'],
         ['update', 'backups', 'status'],
         ['patch', 'backupschedules'],
         ['delete', 'backupschedules'],
