@@ -17,6 +17,7 @@ type Obj = {
     creationTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    ownerReferences?: unknown[];
   };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown>;
@@ -30,6 +31,18 @@ type Call = {
 type Hook = (a: Call) => Promise<void> | void;
 
 const httpError = (code: number) => Object.assign(new Error(`HTTP ${code}`), { code });
+
+/** JSON merge patch (RFC 7386): null removes, objects merge, anything else replaces. */
+const mergePatch = (target: Record<string, unknown>, patch: Record<string, unknown>) => {
+  const plain = (v: unknown): v is Record<string, unknown> =>
+    !!v && typeof v === 'object' && !Array.isArray(v);
+  for (const [k, v] of Object.entries(patch)) {
+    const t = target[k];
+    if (v === null) delete target[k];
+    else if (plain(v) && plain(t)) mergePatch(t, v);
+    else target[k] = structuredClone(v);
+  }
+};
 
 export const fakeKube = () => {
   const objects = new Map<string, Obj>();
@@ -82,6 +95,18 @@ export const fakeKube = () => {
       o.metadata.deletionTimestamp = new Date().toISOString();
       bump(o);
       return {};
+    },
+    /** A merge patch (the only kind the schedule sends), with the resourceVersion as precondition. */
+    patchNamespacedCustomObject: async (a: Call) => {
+      const o = objects.get(key(a.plural, a.name ?? ''));
+      if (!o) throw httpError(404);
+      const rv = a.body?.metadata.resourceVersion;
+      if (rv && rv !== o.metadata.resourceVersion) throw httpError(409);
+      calls.push(`patch ${a.plural}/${a.name}`);
+      const { resourceVersion: _rv, ...metadata } = a.body?.metadata ?? { name: '' };
+      mergePatch(o.metadata, metadata as Record<string, unknown>);
+      bump(o);
+      return structuredClone(o);
     },
     replaceNamespacedCustomObjectStatus: async (a: Call) => {
       const o = objects.get(key(a.plural, a.name ?? ''));

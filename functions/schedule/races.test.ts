@@ -170,3 +170,71 @@ describe('retention while suspended', () => {
     expect(k.backups()).toEqual(['nightly-2h:Completed']);
   });
 });
+
+describe('Backups made by earlier versions (a controller owner reference to the schedule)', () => {
+  const owner = (uid: string, controller = true) => ({
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'BackupSchedule',
+    name: 'nightly',
+    uid,
+    controller,
+  });
+  const legacy = (name: string, refs: object[]) => {
+    const b = backupObj(name, 'Completed', minutesAgo(30));
+    b.metadata.annotations = {};
+    b.metadata.ownerReferences = refs;
+    return b;
+  };
+  const other = { apiVersion: 'v1', kind: 'ConfigMap', name: 'keeper', uid: 'cm-uid' };
+
+  it('are moved to the annotations; the schedule’s reference goes, any other owner stays', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ schedule: '0 3 * * *' }));
+    k.put('redisclusters', clusterObj());
+    k.put('backups', legacy('nightly-a', [owner('sched-uid')]));
+    k.put('backups', legacy('nightly-b', [other, owner('sched-uid')]));
+    k.put('backups', legacy('nightly-earlier', [owner('an-earlier-uid')]));
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    const meta = (name: string) => k.get('backups', name)?.metadata;
+    expect(meta('nightly-a')?.ownerReferences).toBeUndefined();
+    expect(meta('nightly-b')?.ownerReferences).toEqual([other]);
+    for (const name of ['nightly-a', 'nightly-b'])
+      expect(meta(name)?.annotations).toEqual({
+        'tideway.dev/schedule-name': 'nightly',
+        'tideway.dev/schedule-uid': 'sched-uid',
+      });
+    // An earlier schedule's is not this one's to move.
+    expect(meta('nightly-earlier')?.ownerReferences).toEqual([owner('an-earlier-uid')]);
+    expect(k.calls.filter((c) => c.startsWith('patch'))).toEqual([
+      'patch backups/nightly-a',
+      'patch backups/nightly-b',
+    ]);
+  });
+
+  it('one changed between the look and the patch is moved at the next look, never with a stale list', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ schedule: '0 3 * * *' }));
+    k.put('redisclusters', clusterObj());
+    k.put('backups', legacy('nightly-a', [owner('sched-uid')]));
+    const api = k.ctx.kube.makeApiClient(Object) as unknown as Record<
+      string,
+      (a: unknown) => Promise<unknown>
+    >;
+    const patch = api.patchNamespacedCustomObject?.bind(api);
+    let raced = false;
+    api.patchNamespacedCustomObject = async (a) => {
+      if (!raced) {
+        raced = true;
+        // Someone adds an owner meanwhile: a patch with the list read before would drop it.
+        k.update('backups', 'nightly-a', (o) => {
+          o.metadata.ownerReferences = [...(o.metadata.ownerReferences ?? []), other];
+        });
+      }
+      return patch?.(a);
+    };
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    expect(k.get('backups', 'nightly-a')?.metadata.ownerReferences).toEqual([owner('sched-uid'), other]);
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    expect(k.get('backups', 'nightly-a')?.metadata.ownerReferences).toEqual([other]);
+  });
+});

@@ -39,19 +39,25 @@ export const retainPerCluster = (
   return { keep: decisions.flatMap((d) => d.keep), delete: decisions.flatMap((d) => d.delete) };
 };
 
-/** Older Backups off the schedule's owner reference (releaseFromOwner); never in retention's way. */
-const releaseAll = async (
-  ctx: HandlerContext,
-  schedule: LoadedSchedule['schedule'],
-  backups: readonly Backup[],
-) => {
+/**
+ * Older Backups off the schedule's owner reference (releaseFromOwner). Never in retention's way:
+ * a failure is a Warning on the schedule (until it is fixed, deleting the schedule deletes them).
+ */
+const releaseAll = async ({ ctx, loaded, recorder, regarding }: SyncOptions, backups: readonly Backup[]) => {
   for (const b of backups) {
     ctx.fence();
     try {
-      if (await releaseFromOwner(ctx.kube, schedule, b))
+      if (await releaseFromOwner(ctx.kube, loaded.schedule, b))
         ctx.log.info('released from the owner reference', { backup: b.metadata.name });
     } catch (error) {
       ctx.log.warn('not released from the owner reference', { backup: b.metadata.name, error });
+      await recorder.record({
+        regarding,
+        type: 'Warning',
+        reason: 'NotReleased',
+        action: 'Release',
+        note: `Backup ${b.metadata.name} still names this schedule as its owner, so deleting the schedule would delete it: ${(error as Error).message}`,
+      });
     }
   }
 };
@@ -134,7 +140,7 @@ export const sync = async (o: SyncOptions) => {
         return undefined;
       }
       const listed = await listScheduleBackups(ctx.kube, schedule);
-      await releaseAll(ctx, schedule, listed);
+      await releaseAll(o, listed);
       const backups = listed.map(ownedBackupOf);
       const exists = await clusterExists(ctx.kube, namespace, clusterRefOf(spec));
       const { condition, pruned } = await prune(o, backups);
