@@ -10,9 +10,14 @@ const thisMinute = () => {
   at.setUTCSeconds(0, 0);
   return at;
 };
-/** The watcher's tick for the run at `at`. */
-const tick = (k: ReturnType<typeof fakeKube>, at: Date) =>
-  handler(
+/**
+ * The watcher's tick for the run at `at`, handled 2 s after it (as ticks arrive). The clock is
+ * fixed: on the real one, a run that crossed a minute boundary would find its successor due and
+ * skip (Superseded), whatever the test is about.
+ */
+const tick = (k: ReturnType<typeof fakeKube>, at: Date) => {
+  Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 2000) });
+  return handler(
     eventOf(
       EventType.scheduleTick,
       'BackupSchedule',
@@ -22,6 +27,7 @@ const tick = (k: ReturnType<typeof fakeKube>, at: Date) =>
     ),
     k.ctx,
   );
+};
 
 describe('schedule runs beside Backups that change (whole handler runs on an in-memory API)', () => {
   it('Replace keeps a Backup that completed between the look and the delete: the newest Completed is never deleted', async () => {
@@ -95,9 +101,7 @@ describe('schedule runs beside Backups that change (whole handler runs on an in-
     k.put('backupschedules', scheduleObj({ schedule: '* * * * *', startingDeadlineSeconds: 0 }));
     k.put('redisclusters', clusterObj());
     const at = thisMinute();
-    // 2 s late, as ticks are.
-    Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 2000) });
-    await tick(k, at);
+    await tick(k, at); // 2 s late, as ticks are
     expect(k.calls.filter((c) => c.startsWith('create'))).toHaveLength(1);
   });
 
@@ -236,5 +240,42 @@ describe('Backups made by earlier versions (a controller owner reference to the 
     expect(k.get('backups', 'nightly-a')?.metadata.ownerReferences).toEqual([owner('sched-uid'), other]);
     await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
     expect(k.get('backups', 'nightly-a')?.metadata.ownerReferences).toEqual([other]);
+  });
+});
+
+describe('a Backup that cannot be released from the owner reference', () => {
+  it('is a Warning on the schedule, and retention and status go on', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ schedule: '0 3 * * *', retention: { keepLast: 1 } }));
+    k.put('redisclusters', clusterObj());
+    const old = backupObj('nightly-old', 'Completed', minutesAgo(60));
+    old.metadata.annotations = {};
+    old.metadata.ownerReferences = [
+      {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'BackupSchedule',
+        name: 'nightly',
+        uid: 'sched-uid',
+        controller: true,
+      },
+    ];
+    k.put('backups', old);
+    k.put('backups', backupObj('nightly-new', 'Completed', minutesAgo(30)));
+    const api = k.ctx.kube.makeApiClient(Object) as unknown as Record<
+      string,
+      (a: unknown) => Promise<unknown>
+    >;
+    const events: string[] = [];
+    api.patchNamespacedCustomObject = async () => {
+      throw Object.assign(new Error('HTTP 403: forbidden'), { code: 403 });
+    };
+    api.createNamespacedEvent = async (a) => {
+      const body = (a as { body: { reason: string; type: string } }).body;
+      events.push(`${body.type} ${body.reason}`);
+      return {};
+    };
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    expect(events).toContain('Warning NotReleased');
+    expect(k.backups()).toEqual(['nightly-new:Completed']);
   });
 });
