@@ -13,6 +13,7 @@ import {
 import type { SourcePreference } from '../../shared/backup/sources.ts';
 import { type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import {
   done,
   type HandlerContext,
@@ -41,7 +42,6 @@ import type { BackupTarget } from './targets/types.ts';
 /** How long a Backup waits for its cluster to have an instance to take a snapshot from. */
 const SOURCE_WAIT_MS = 10 * 60_000;
 
-const iso = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z');
 const attemptsLimit = (env: HandlerContext['env']) => Math.max(1, Number(env.TIDEWAY_BACKUP_ATTEMPTS) || 5);
 
 /**
@@ -256,7 +256,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
             {
               ...s,
               phase: 'Running',
-              startedAt: iso(started),
+              startedAt: rfc3339(started),
               attempts: attempt,
               progress: { bytes: 0 },
               store: spec,

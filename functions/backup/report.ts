@@ -4,6 +4,7 @@ import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder, recordWithCluster, regardingOf } from '../../shared/kube/events.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import type { Taken } from './run.ts';
 
@@ -121,8 +122,8 @@ export const completedStatus = (
     {
       ...rest,
       phase: 'Completed',
-      completedAt: o.now.toISOString().replace(/\.\d+Z$/, 'Z'),
-      ...(t.manifest.takenAt ? { takenAt: t.manifest.takenAt.replace(/\.\d+Z$/, 'Z') } : {}),
+      completedAt: rfc3339(o.now),
+      ...(t.manifest.takenAt ? { takenAt: rfc3339(new Date(t.manifest.takenAt)) } : {}),
       location: t.location,
       size: t.size,
       rdbSize: t.rdbSize,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LoadedBackup } from '../../shared/backup/kube.ts';
-import { storeSpecOf } from './run.ts';
-import type { BackupTarget } from './targets/types.ts';
+import { openTimed, storeSpecOf } from './run.ts';
+import type { BackupTarget, OpenedSnapshot, SnapshotSource } from './targets/types.ts';
 
 const store = (bucket: string) => ({ s3: { bucket, credentialsSecret: { name: 's3-creds' } } });
 const loaded = (spec: object, status?: object) =>
@@ -21,5 +21,21 @@ describe('the store a Backup writes to', () => {
     );
     expect(storeSpecOf(loaded({}), target(store('cluster')))).toEqual(store('cluster'));
     expect(() => storeSpecOf(loaded({}), target())).toThrow(expect.objectContaining({ reason: 'NoStore' }));
+  });
+});
+
+describe('when a snapshot’s data is from', () => {
+  it('is when it was asked for, not when it opened (a disk-based transfer opens after the BGSAVE)', async () => {
+    let now = Date.parse('2026-11-27T10:00:00Z');
+    const clock = () => new Date(now);
+    const snap = { total: 1 } as unknown as OpenedSnapshot;
+    const slow = {
+      open: async () => {
+        now += 4 * 60_000; // the source's BGSAVE
+        return snap;
+      },
+    };
+    const opened = await openTimed(slow, {} as SnapshotSource, new AbortController().signal, clock);
+    expect(opened).toEqual({ snap, takenAt: new Date('2026-11-27T10:00:00Z') });
   });
 });

@@ -72,6 +72,20 @@ export class BackupDeletedError extends Error {
 }
 
 /**
+ * Opens a snapshot with the time its data is from: when it was asked for (Redis forks on SYNC),
+ * not when it opened — a disk-based transfer opens only after the whole BGSAVE.
+ */
+export const openTimed = async (
+  target: Pick<BackupTarget, 'open'>,
+  source: SnapshotSource,
+  signal: AbortSignal,
+  clock: () => Date,
+): Promise<{ snap: OpenedSnapshot; takenAt: Date }> => {
+  const takenAt = clock();
+  return { snap: await target.open(source, signal), takenAt };
+};
+
+/**
  * One attempt: a snapshot of the best source streamed into the store, then its manifest. Sources
  * are chosen and their snapshots opened under the cluster's lock, so the choice never interleaves
  * with a failover or a rollout, and the data is fixed there (the source has forked once its
@@ -121,12 +135,8 @@ export const takeBackup = async (o: {
         ctx.fence();
         await o.onSource(source);
         try {
-          // The data is from when the snapshot is asked for (Redis forks on SYNC), not from when
-          // it opens: a disk-based transfer opens only after the whole BGSAVE.
-          const takenAt = new Date();
           // The run's signal, not the lock's: the stream outlives this lock.
-          const snap: OpenedSnapshot = await target.open(source, signal);
-          return { source, snap, takenAt };
+          return { source, ...(await openTimed(target, source, signal, ctx.clock)) };
         } catch (error) {
           const lost = target.sourceLost(error);
           if (!lost || signal.aborted) throw error;

@@ -1,8 +1,9 @@
 import type { ConditionInput } from '../../shared/kube/conditions.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import { done, type Outcome } from '../../shared/runtime/handler.ts';
 import { endRestoring } from './cluster-status.ts';
 import { publishOutcome, recordEvent, recordMetrics } from './report.ts';
-import { CONDITION, DATA_CONDITION, formatDuration, iso, type Run, withConditions } from './run.ts';
+import { CONDITION, DATA_CONDITION, formatDuration, type Run, withConditions } from './run.ts';
 
 /** Which data the cluster holds when a Restore ends. */
 export type ClusterData = 'restored' | 'untouched' | 'rolledBack' | 'unknown' | 'overMaxmemory';
@@ -89,7 +90,7 @@ export const failRestore = async (
       {
         ...s,
         phase,
-        completedAt: iso(now),
+        completedAt: rfc3339(now),
         error: { reason: f.reason, message },
         ...(f.keys !== undefined ? { keys: f.keys } : {}),
         observedGeneration: restore.metadata.generation,
@@ -164,7 +165,7 @@ export const completeRestore = async (
       {
         ...rest,
         phase: 'Completed',
-        completedAt: iso(now),
+        completedAt: rfc3339(now),
         keys: o.keys,
         progress: { bytes: o.rdbBytes, percent: 100 },
         observedGeneration: restore.metadata.generation,
@@ -184,7 +185,7 @@ export const completeRestore = async (
     source,
     keys: o.keys,
     rdbBytes: o.rdbBytes,
-    completedAt: iso(now),
+    completedAt: rfc3339(now),
     ...(restore.status?.safetyBackup ? { safetyBackup: restore.status.safetyBackup } : {}),
   });
   const seconds = secondsSince(run, started);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import { REDIS_PORT } from '../../shared/rediscluster/names.ts';
 import { loadModeFor, loadRdb, maxmemoryProblem } from '../../shared/restore/load.ts';
 import { failpoint } from '../../shared/runtime/failpoints.ts';
@@ -9,7 +10,7 @@ import { type Failure, failureOf, RestoreError } from './errors.ts';
 import { completeRestore, failRestore } from './finish.ts';
 import { describeSync, waitForReplicas } from './replicas.ts';
 import { recordEvent } from './report.ts';
-import { enterPhase, iso, progressWriter, type Run } from './run.ts';
+import { enterPhase, progressWriter, type Run } from './run.ts';
 import { type Resolved, resolveSource } from './source.ts';
 import { type Load, type LoadKind, loadFailure, type SourceRef } from './state.ts';
 import { holdLast } from './stream.ts';
@@ -79,7 +80,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
     delivered: false,
     before,
     rdbSize: resolved.source.rdbSize,
-    startedAt: iso(run.ctx.clock()),
+    startedAt: rfc3339(run.ctx.clock()),
     // A restore's load is checked against maxmemory; a rollback's never is.
     ...(of === 'restore'
       ? {

@@ -1,6 +1,7 @@
 import type { CloudEvent } from 'cloudevents';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import type { LoadedRestore, RestoreStatus } from './kube.ts';
 
@@ -22,8 +23,6 @@ export const CONDITION = 'Completed';
 export const DATA_CONDITION = 'ClusterData';
 
 export const FINISHED = new Set(['Completed', 'Failed', 'RolledBack']);
-
-export const iso = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** `12.3s`: how long, for people. */
 export const formatDuration = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
@@ -62,7 +61,7 @@ export const enterPhase = (
         ...extra,
         phase,
         observedGeneration: restore.metadata.generation,
-        startedAt: s.startedAt ?? iso(now),
+        startedAt: s.startedAt ?? rfc3339(now),
       },
       [{ type: CONDITION, status: 'False', reason: phase, message }],
       restore.metadata.generation,

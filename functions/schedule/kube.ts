@@ -8,15 +8,16 @@ import {
 import { type Backup, type BackupSchedule, zBackup, zBackupSchedule } from '../../shared/api/generated.ts';
 import { type ClusterRef, clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../shared/kube/errors.ts';
+import { isControllerRef } from '../../shared/kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { updateStatus } from '../../shared/kube/status.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import { done, type Outcome, terminal } from '../../shared/runtime/handler.ts';
 import {
   backupName,
   CLUSTER_LABEL,
   labelValue,
   madeBy,
-  rfc3339,
   SCHEDULE_LABEL,
   SCHEDULE_NAME_ANNOTATION,
   SCHEDULE_UID_ANNOTATION,
@@ -121,8 +122,8 @@ export const listScheduleBackups = async (kube: KubeConfig, s: BackupSchedule): 
  */
 export const releaseFromOwner = async (kube: KubeConfig, s: BackupSchedule, b: Backup): Promise<boolean> => {
   const refs = (b.metadata as { ownerReferences?: V1OwnerReference[] }).ownerReferences ?? [];
-  const rest = refs.filter((r) => !(r.controller === true && r.uid === s.metadata.uid));
-  if (!s.metadata.uid || rest.length === refs.length) return false;
+  const rest = refs.filter((r) => !isControllerRef(s.metadata.uid)(r));
+  if (rest.length === refs.length) return false;
   try {
     await kube.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
       {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backupName, labelValue, madeBy, madeBySchedule, rfc3339 } from './names.ts';
+import { backupName, labelValue, madeBy, madeBySchedule } from './names.ts';
 
 // What the API server accepts: a DNS-1123 subdomain (object names) and a label value.
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -43,12 +43,6 @@ describe('labelValue', () => {
     expect(a).toMatch(LABEL_VALUE);
     expect(a).not.toBe(b);
     expect(labelValue(`${'x'.repeat(51)}.-${'y'.repeat(20)}`)).toMatch(LABEL_VALUE);
-  });
-});
-
-describe('rfc3339', () => {
-  it('writes seconds, as Kubernetes does', () => {
-    expect(rfc3339(new Date('2026-11-22T03:00:00.000Z'))).toBe('2026-11-22T03:00:00Z');
   });
 });
 

@@ -57,6 +57,3 @@ const runStamp = (t: Date) => t.toISOString().slice(0, 16).replace(/[-T:]/g, '')
  */
 export const backupName = (schedule: string, scheduledTime: Date) =>
   `${shorten(schedule, 253 - 13)}-${runStamp(scheduledTime)}`;
-
-/** RFC 3339 to the second, as Kubernetes writes times. */
-export const rfc3339 = (t: Date) => t.toISOString().replace(/\.\d{3}Z$/, 'Z');

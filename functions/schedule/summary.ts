@@ -29,10 +29,9 @@ export const ownedBackupOf = (b: Backup): OwnedBackup => ({
   name: b.metadata.name,
   uid: b.metadata.uid ?? '',
   phase: b.status?.phase as BackupPhase | undefined,
-  takenAt: ((t) =>
-    t === undefined
-      ? dateOf(b.metadata.annotations?.[SCHEDULED_TIME_ANNOTATION], b.metadata.creationTimestamp)
-      : new Date(t))(takenAtOf(b)),
+  takenAt: new Date(
+    takenAtOf(b) ?? dateOf(b.metadata.annotations?.[SCHEDULED_TIME_ANNOTATION], b.metadata.creationTimestamp),
+  ),
   deleting: Boolean(b.metadata.deletionTimestamp),
   cluster: (({ kind, name }) => `${kind}/${name}`)(clusterRefOf(b.spec)),
 });

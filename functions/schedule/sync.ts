@@ -3,6 +3,7 @@ import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { type RetentionDecision, selectRetention } from '../../shared/backup/retention.ts';
 import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
 import type { EventRecorder } from '../../shared/kube/events.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { fireAfter, type ScheduleClock } from './clock.ts';
 import {
@@ -12,7 +13,6 @@ import {
   listScheduleBackups,
   releaseFromOwner,
 } from './kube.ts';
-import { rfc3339 } from './names.ts';
 import { type OwnedBackup, ownedBackupOf, readyCondition, retentionCondition, summarize } from './summary.ts';
 
 type SyncOptions = {

@@ -10,6 +10,7 @@ import {
   setCondition,
 } from '../../shared/kube/conditions.ts';
 import type { EventRecorder } from '../../shared/kube/events.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import { type HandlerContext, TerminalError } from '../../shared/runtime/handler.ts';
 import { fireAfter, firesBetween, type ScheduleClock } from './clock.ts';
 import {
@@ -19,7 +20,7 @@ import {
   type LoadedSchedule,
   listScheduleBackups,
 } from './kube.ts';
-import { backupName, rfc3339 } from './names.ts';
+import { backupName } from './names.ts';
 import { countFrom, decideRun, RunReason, type Tick } from './run.ts';
 import { isActive, ownedBackupOf } from './summary.ts';
 

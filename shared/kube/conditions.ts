@@ -1,3 +1,5 @@
+import { rfc3339 } from './time.ts';
+
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 export type Condition = {
@@ -27,9 +29,7 @@ export const setCondition = (
   const next: Condition = {
     ...input,
     lastTransitionTime:
-      previous && previous.status === input.status
-        ? previous.lastTransitionTime
-        : now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      previous && previous.status === input.status ? previous.lastTransitionTime : rfc3339(now),
     ...(observedGeneration !== undefined ? { observedGeneration } : {}),
   };
   if (i >= 0) list[i] = next;

@@ -4,9 +4,13 @@ import { isNotFound } from './errors.ts';
 type Owned = { metadata?: { ownerReferences?: V1OwnerReference[] } };
 type Named = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
 
+/** The reference names `uid` as the controller. */
+export const isControllerRef = (uid: string | undefined) => (r: V1OwnerReference) =>
+  !!uid && r.controller === true && r.uid === uid;
+
 /** The object names `uid` as its controller. */
 export const controlledBy = (obj: Owned | undefined, uid: string) =>
-  !!uid && (obj?.metadata?.ownerReferences ?? []).some((r) => r.controller === true && r.uid === uid);
+  (obj?.metadata?.ownerReferences ?? []).some(isControllerRef(uid));
 
 /**
  * An object with the name Tideway wants exists and is not Tideway's (no controller reference to

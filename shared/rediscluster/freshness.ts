@@ -3,6 +3,7 @@ import type { Backup, RedisCluster } from '../api/generated.ts';
 import { isBackupOf } from '../backup/cluster-ref.ts';
 import { takenAtOf } from '../backup/latest.ts';
 import type { ConditionInput } from '../kube/conditions.ts';
+import { rfc3339 } from '../kube/time.ts';
 
 type LastBackup = { name: string; completedAt: string };
 
@@ -59,7 +60,7 @@ export const freshness = (
         status: stale ? 'True' : 'False',
         reason: stale ? 'TooOld' : 'Fresh',
         // The time, not the age: a message that changed every tick would rewrite the status every tick.
-        message: `the newest completed backup, ${last.name}, holds data from ${new Date(last.takenAt).toISOString().replace(/\.\d+Z$/, 'Z')}; maxBackupAge is ${target}`,
+        message: `the newest completed backup, ${last.name}, holds data from ${rfc3339(new Date(last.takenAt))}; maxBackupAge is ${target}`,
       },
     };
   }
