@@ -5,15 +5,14 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Resolved } from '../functions/restore/source.ts';
-import { openSource, verifySource } from '../functions/restore/verify.ts';
 import { startS3 } from '../infra/testbed/servers/s3.ts';
 import { storeSnapshot } from '../shared/backup/pipeline.ts';
 import { openSnapshot } from '../shared/redis/snapshot.ts';
 import { loadModeFor, loadRdb } from '../shared/restore/load.ts';
+import { loadServerless, nodeArgsFor } from '../shared/runtime/config.ts';
 import { partSizes } from '../shared/s3/part-size.ts';
 import { startServer, type TestServer } from '../test/backup/support/servers.ts';
-import { benchBucket } from './support.ts';
+import { benchBucket, IMAGE_NODE_FLAGS, imageCode, root } from './support.ts';
 
 const MB = 1024 * 1024;
 const run = promisify(execFile);
@@ -157,7 +156,7 @@ export const benchRestore = async (o: { keys: number; valueBytes: number; rounds
           `RSS of the benchmark process ${(median(row.rssBefore) / MB).toFixed(0)} MiB before, ${(Math.max(...row.peak) / MB).toFixed(0)} MiB at most while it streams`,
       );
     }
-    lines.push(await fullPath({ source, start, keys: o.keys, nativeMs }));
+    lines.push(...(await fullPath({ source, start, keys: o.keys, valueBytes: o.valueBytes, nativeMs })));
     return lines;
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
@@ -167,19 +166,26 @@ export const benchRestore = async (o: { keys: number; valueBytes: number; rounds
 /**
  * The restore function's whole data path for the same data: the backup as the backup function
  * stores it (zstd, in an S3 server of its own), read once to verify (SHA-256, decompression, size)
- * and once more into a running master (disk mode, the product's). Only the Kubernetes
+ * and once more into a running master, in a process of its own with the restore function's Node
+ * flags and the image's JavaScript (bench/restore-child.ts): in place (disk, the product's mode
+ * without a memory limit) and into an empty master (memory, a new cluster's). Only the Kubernetes
  * bookkeeping and the optional safety backup are left out.
  */
 const fullPath = async (o: {
   source: TestServer;
   start: (args: Parameters<typeof startServer>[0]) => Promise<TestServer>;
   keys: number;
+  valueBytes: number;
   nativeMs: number;
 }) => {
   const dir = await mkdtemp(join(tmpdir(), 'twbed-bench-restore-'));
   const s3 = await startS3({ dir, testbedId: 'bench-restore', host: '127.0.0.1' });
   try {
-    const { store } = await benchBucket(s3);
+    const fn = (await loadServerless(join(root, 'serverless.yml'))).functions.restore;
+    if (!fn) throw new Error('serverless.yml has no restore function');
+    const [child] = await imageCode(join(dir, 'app'), ['bench/restore-child.ts']);
+    const nodeArgs = [...IMAGE_NODE_FLAGS, ...nodeArgsFor(fn)];
+    const { bucket, store } = await benchBucket(s3);
     const snap = await openSnapshot({ host: o.source.host, port: o.source.port });
     const key = 'bench.rdb.zst';
     const stored = await storeSnapshot({
@@ -189,41 +195,59 @@ const fullPath = async (o: {
       compression: 'zstd',
       partSize: partSizes(snap.header.size),
     });
-    const resolved: Resolved = {
-      source: {
-        describe: 'bench',
-        key,
-        sha256: stored.sha256,
-        size: stored.size,
-        rdbSize: stored.rdbSize,
-        compression: 'zstd',
-        redis: { product: 'redis', version: '7.0' },
-      },
-      store: { store, prefix: '', compression: 'zstd' },
-    };
-    const target = await o.start({ password: 'bench' });
-    const started = performance.now();
-    const { result, peak, before } = await peakRss(async () => {
-      await verifySource(resolved, {});
-      const verifiedMs = performance.now() - started;
-      const loaded = await loadRdb({
-        target: { host: target.host, port: target.port, password: 'bench' },
-        feedHost: '127.0.0.1',
-        targetPeer: '127.0.0.1',
-        mode: 'disk',
-        open: async () => ({ rdb: await openSource(resolved), size: stored.rdbSize }),
-      });
-      return { verifiedMs, keys: loaded.keys };
-    });
-    const totalMs = performance.now() - started;
-    if (result.keys !== o.keys) throw new Error(`restored ${result.keys} keys, expected ${o.keys}`);
-    return (
-      `restore from S3 as the restore function does it (zstd, ${(stored.size / MB).toFixed(0)} MiB stored): ` +
-      `${sec(totalMs)} (verify ${sec(result.verifiedMs)}, load ${sec(totalMs - result.verifiedMs)}; ` +
-      `${Math.round(o.keys / (totalMs / 1000))} keys/s), native load (median) ${sec(o.nativeMs)}; ` +
-      `ratio native/restore ${(o.nativeMs / totalMs).toFixed(2)}x, load alone ${(o.nativeMs / (totalMs - result.verifiedMs)).toFixed(2)}x; ` +
-      `RSS of the benchmark process ${(before / MB).toFixed(0)} MiB before, ${(peak / MB).toFixed(0)} MiB at most`
-    );
+    const lines: string[] = [];
+    for (const k of [
+      { label: 'in place (disk)', mode: 'disk', fill: true },
+      { label: 'into an empty master (memory)', mode: 'memory', fill: false },
+    ] as const) {
+      const target = await o.start({ password: 'bench' });
+      if (k.fill) {
+        const t = await target.client();
+        await fillKeys(t, Math.ceil(o.keys / 10), o.valueBytes, 'mine');
+        t.close();
+      }
+      const { stdout, stderr } = await run(
+        process.execPath,
+        [
+          ...nodeArgs,
+          child as string,
+          ...['--port', String(target.port), '--password', 'bench', '--key', key, '--mode', k.mode],
+          ...['--sha256', stored.sha256, '--size', String(stored.size), '--rdb-size', String(stored.rdbSize)],
+        ],
+        {
+          env: {
+            ...process.env,
+            BENCH_S3_BUCKET: bucket,
+            BENCH_S3_ENDPOINT: s3.endpoint,
+            BENCH_S3_ACCESS_KEY_ID: s3.accessKeyId,
+            BENCH_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+          },
+          maxBuffer: 16 * MB,
+        },
+      ).catch((e: { stdout?: string; stderr?: string }) => ({
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? '',
+      }));
+      const r = JSON.parse(stdout.trim().split('\n').at(-1) || '{}') as {
+        ms?: number;
+        verifyMs: number;
+        keys: number;
+        rssBeforeKiB: number;
+        maxRssKiB: number;
+      };
+      if (r.ms === undefined) throw new Error(`the restore failed: ${stderr.slice(-1000)}`);
+      if (r.keys !== o.keys) throw new Error(`restored ${r.keys} keys, expected ${o.keys}`);
+      lines.push(
+        `restore from S3 as the restore function does it, ${k.label} (zstd, ${(stored.size / MB).toFixed(0)} MiB stored; node ${nodeArgs.join(' ')}): ` +
+          `${sec(r.ms)} (verify ${sec(r.verifyMs)}, load ${sec(r.ms - r.verifyMs)}; ` +
+          `${Math.round(o.keys / (r.ms / 1000))} keys/s), native load (median) ${sec(o.nativeMs)}; ` +
+          `ratio native/restore ${(o.nativeMs / r.ms).toFixed(2)}x, load alone ${(o.nativeMs / (r.ms - r.verifyMs)).toFixed(2)}x; ` +
+          `RSS of the restore process ${(r.rssBeforeKiB / 1024).toFixed(0)} MiB before, ${(r.maxRssKiB / 1024).toFixed(0)} MiB at most`,
+      );
+      process.stderr.write(`${lines.at(-1)}\n`);
+      await target.stop();
+    }
+    return lines;
   } finally {
     await s3.server.stop();
     await rm(dir, { recursive: true, force: true });
