@@ -3,7 +3,7 @@ import type { Compression } from '../shared/backup/compression.ts';
 import { storeSnapshot } from '../shared/backup/pipeline.ts';
 import { openSnapshot } from '../shared/redis/snapshot.ts';
 import { partSizes } from '../shared/s3/part-size.ts';
-import { s3Store } from '../shared/s3/store.ts';
+import { storeFromEnv } from './child-store.ts';
 
 // One backup through the product's data path (shared/redis/snapshot + shared/backup/pipeline +
 // shared/s3) in a process of its own, so its peak RSS is the data path's alone. With --function,
@@ -28,18 +28,7 @@ if (values.function)
     import('../shared/runtime/metrics.ts'),
     import('../shared/runtime/ops-server.ts'),
   ]);
-const env = process.env;
-const store = s3Store({
-  bucket: env.BENCH_S3_BUCKET ?? '',
-  region: 'us-east-1',
-  endpoint: env.BENCH_S3_ENDPOINT ?? '',
-  forcePathStyle: true,
-  credentials: {
-    accessKeyId: env.BENCH_S3_ACCESS_KEY_ID ?? '',
-    secretAccessKey: env.BENCH_S3_SECRET_ACCESS_KEY ?? '',
-  },
-  credentialsName: 'bench',
-});
+const store = storeFromEnv();
 // What the process holds before any byte flows: code (the runtime, the client), no data.
 const rssBeforeKiB = Math.round(process.memoryUsage.rss() / 1024);
 const started = performance.now();

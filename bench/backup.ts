@@ -77,7 +77,7 @@ export const benchBackup = async (o: {
     const fn = (await loadServerless(join(root, 'serverless.yml'))).functions.backup;
     if (!fn) throw new Error('serverless.yml has no backup function');
     // The data path as the function's pod runs it: the image's JavaScript, no type stripper.
-    const [child] = await imageCode(join(dir, 'app'), ['bench/backup-child.ts']);
+    const [child] = await imageCode(join(dir, 'app'), ['bench/backup-child.ts', 'bench/child-store.ts']);
     const nodeArgs = [...IMAGE_NODE_FLAGS, ...nodeArgsFor(fn)];
     say(`[backup bench] node ${nodeArgs.join(' ')}; ${rounds} rounds; load average ${load()} at the start`);
     const { bucket, store } = await benchBucket(s3);

@@ -4,7 +4,7 @@ import { openSource, verifySource } from '../functions/restore/verify.ts';
 import type { Compression } from '../shared/backup/compression.ts';
 import type { LoadMode } from '../shared/restore/load.ts';
 import { loadRdb } from '../shared/restore/load.ts';
-import { s3Store } from '../shared/s3/store.ts';
+import { storeFromEnv } from './child-store.ts';
 
 // One restore through the restore function's data path (verify pass, then the load by
 // replication from a second read of the object) in a process of its own, with the function's
@@ -22,18 +22,7 @@ const { values } = parseArgs({
     mode: { type: 'string', default: 'disk' },
   },
 });
-const env = process.env;
-const store = s3Store({
-  bucket: env.BENCH_S3_BUCKET ?? '',
-  region: 'us-east-1',
-  endpoint: env.BENCH_S3_ENDPOINT ?? '',
-  forcePathStyle: true,
-  credentials: {
-    accessKeyId: env.BENCH_S3_ACCESS_KEY_ID ?? '',
-    secretAccessKey: env.BENCH_S3_SECRET_ACCESS_KEY ?? '',
-  },
-  credentialsName: 'bench',
-});
+const store = storeFromEnv();
 const compression = values.compression as Compression;
 const rdbSize = Number(values['rdb-size']);
 const resolved: Resolved = {

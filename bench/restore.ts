@@ -183,7 +183,7 @@ const fullPath = async (o: {
   try {
     const fn = (await loadServerless(join(root, 'serverless.yml'))).functions.restore;
     if (!fn) throw new Error('serverless.yml has no restore function');
-    const [child] = await imageCode(join(dir, 'app'), ['bench/restore-child.ts']);
+    const [child] = await imageCode(join(dir, 'app'), ['bench/restore-child.ts', 'bench/child-store.ts']);
     const nodeArgs = [...IMAGE_NODE_FLAGS, ...nodeArgsFor(fn)];
     const { bucket, store } = await benchBucket(s3);
     const snap = await openSnapshot({ host: o.source.host, port: o.source.port });

@@ -132,6 +132,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
           holdLast(
             withFailpoint(await openSource(resolved, run.ctx.signal), `restore.${of}-transfer`),
             markDelivered,
+            resolved.source.rdbSize,
           ),
         ),
         size: resolved.source.rdbSize,

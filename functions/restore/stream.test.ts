@@ -56,6 +56,34 @@ describe('holdLast', () => {
     expect(await collect(holdLast(Readable.from([]), async () => undefined))).toEqual([]);
   });
 
+  it('never passes the chunk that completes the announced size while more follows', async () => {
+    // 8 bytes announced: 'aaaa' + 'bbbb' would be a whole RDB to the target, loaded at once,
+    // though the source goes on (and would fail its checksum only at its end).
+    const longer = Readable.from([Buffer.from('aaaa'), Buffer.from('bbbb'), Buffer.from('cc')]);
+    let called = false;
+    const got: string[] = [];
+    await expect(
+      (async () => {
+        for await (const c of holdLast(
+          longer,
+          async () => {
+            called = true;
+          },
+          8,
+        ))
+          got.push(c.toString());
+      })(),
+    ).rejects.toMatchObject({ name: 'IntegrityError', reason: 'SizeMismatch' });
+    expect(got).toEqual(['aaaa']);
+    expect(called).toBe(false);
+    // Exactly the size announced: everything, the end after beforeLast.
+    const seen: string[] = [];
+    const exact = Readable.from([Buffer.from('aaaa'), Buffer.from('bbbb'), Buffer.from('cc')]);
+    for await (const c of holdLast(exact, async () => void seen.push('beforeLast'), 10))
+      seen.push(c.toString());
+    expect(seen).toEqual(['aaaa', 'bbbb', 'beforeLast', 'cc']);
+  });
+
   it('knows decompressor errors from others', () => {
     expect(isDecodeError(Object.assign(new Error('x'), { code: 'Z_DATA_ERROR' }))).toBe(true);
     expect(isDecodeError(Object.assign(new Error('x'), { code: 'ZSTD_error_prefix_unknown' }))).toBe(true);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { IntegrityError } from '../../shared/backup/errors.ts';
 import type { ObjectStore } from '../../shared/backup/object-store.ts';
 
 /**
@@ -7,14 +8,29 @@ import type { ObjectStore } from '../../shared/backup/object-store.ts';
  * done. A server replaces its data only once it has the whole RDB, so an object that fails its
  * checksum at the very end, or a run that ends before `beforeLast` recorded that the end is going
  * out, can never have touched the target's data.
+ *
+ * With `size` (the length announced to the target), no chunk that completes it goes out before
+ * the end either: a source longer than announced (an object changed since it was verified) would
+ * otherwise hand the target a whole RDB — the announced bytes — before its checksum fails, and
+ * the target would load it. It fails with SizeMismatch instead, the target short of its end.
  */
 export async function* holdLast(
   source: AsyncIterable<Buffer>,
   beforeLast: () => Promise<void>,
+  size?: number,
 ): AsyncGenerator<Buffer> {
   let held: Buffer | undefined;
+  let released = 0;
   for await (const chunk of source) {
-    if (held) yield held;
+    if (held) {
+      if (size !== undefined && released + held.length >= size)
+        throw new IntegrityError(
+          'SizeMismatch',
+          `the RDB goes on past the ${size} bytes announced: not sending its end (the object changed after it was verified?)`,
+        );
+      released += held.length;
+      yield held;
+    }
     held = chunk;
   }
   if (!held) return;
