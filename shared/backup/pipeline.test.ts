@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { zstdDecompressSync } from 'node:zlib';
+import { gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { ObjectStore } from './object-store.ts';
-import { storeSnapshot } from './pipeline.ts';
+import { openStored, storeSnapshot } from './pipeline.ts';
 
 /** Keeps what is uploaded, copied as the upload sees it (a real one copies into its parts). */
 const memoryStore = () => {
@@ -38,5 +38,60 @@ describe('storeSnapshot', () => {
     // Not the data path's own memory: never released, still whole.
     expect(chunks.every((c) => c.length === 262144)).toBe(true);
     expect(rdb.length).toBe(3 * 1024 * 1024);
+  });
+});
+
+describe('openStored', () => {
+  const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+  /** Serves one object in 16 KiB pieces, as a download arrives. */
+  const serving = (object: Buffer) =>
+    ({
+      url: (key: string) => `s3://bench/${key}`,
+      download: async () =>
+        Readable.from(
+          Array.from({ length: Math.ceil(object.length / 16384) }, (_, i) =>
+            object.subarray(i * 16384, (i + 1) * 16384),
+          ),
+        ),
+    }) as unknown as ObjectStore;
+  const read = async (stream: Readable) => {
+    const got: Buffer[] = [];
+    for await (const c of stream as AsyncIterable<Buffer>) got.push(c);
+    return Buffer.concat(got);
+  };
+  const rdb = Buffer.concat([Buffer.from('REDIS0010'), randomBytes(200 * 1024)]);
+
+  it('ends only after the checksum matched, even when the decompressor ends before its input', async () => {
+    // gzip takes zero bytes after its member as padding and ends its output there: a changed
+    // object, the same RDB with zeros after it, must still fail — before its end is seen.
+    for (const [compression, compressed] of [
+      ['gzip', gzipSync(rdb)],
+      ['zstd', zstdCompressSync(rdb)],
+    ] as const) {
+      const changed = Buffer.concat([compressed, Buffer.alloc(256 * 1024)]);
+      const opened = await openStored({
+        store: serving(changed),
+        key: 'k',
+        compression,
+        sha256: sha(compressed),
+        size: changed.length,
+      });
+      const error = await read(opened).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // zstd may also fail to decode the zeros as a next frame: an error either way, never an end.
+      expect(error, compression).toBeInstanceOf(Error);
+      if (compression === 'gzip')
+        expect(error).toMatchObject({ name: 'IntegrityError', reason: 'ChecksumMismatch' });
+      // The object as stored reads whole.
+      const whole = await openStored({
+        store: serving(compressed),
+        key: 'k',
+        compression,
+        sha256: sha(compressed),
+      });
+      expect((await read(whole)).equals(rdb), compression).toBe(true);
+    }
   });
 });

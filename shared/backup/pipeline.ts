@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Duplex, PassThrough, type Readable, Transform } from 'node:stream';
+import { type Duplex, PassThrough, type Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { chunksHandedOver } from '../redis/snapshot.ts';
 import { own, release } from './buffers.ts';
@@ -156,7 +156,19 @@ export const openStored = async (o: {
       callback();
     },
   });
+  // `out` ends only when the whole pipeline has, the checksum's flush included: a decompressor
+  // may end its output before its input (gzip takes zero bytes after a member as padding, zstd
+  // stops at a frame's end), and a consumer that saw the end then would act on data whose
+  // checksum had not been checked yet — and the mismatch would arrive after the end, unheard.
   const out = new PassThrough();
+  const sink = new Writable({
+    write(chunk: Buffer, _e, callback) {
+      if (out.write(chunk)) callback();
+      else out.once('drain', () => callback());
+    },
+  });
+  // A consumer that stops reading (destroys `out`) stops the download too.
+  out.on('close', () => sink.destroy());
   (pipeline as (...args: unknown[]) => Promise<void>)(
     body,
     ...stages([
@@ -164,7 +176,10 @@ export const openStored = async (o: {
       o.encryptionKey ? decryptor(o.encryptionKey) : undefined,
       decompressor(o.compression),
     ]),
-    out,
-  ).catch((error: Error) => out.destroy(error));
+    sink,
+  ).then(
+    () => out.end(),
+    (error: Error) => out.destroy(error),
+  );
   return out;
 };

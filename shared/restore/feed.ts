@@ -16,6 +16,22 @@ export class FeedError extends Error {
   }
 }
 
+/**
+ * A source's error as the feed reports it: a typed one keeps its reason and whether to retry (an
+ * object that fails its checksum — IntegrityError — fails the same way on every read: no retry),
+ * anything else is a source that failed and may do better next time.
+ */
+const asFeedError = (error: Error): FeedError => {
+  if (error instanceof FeedError) return error;
+  const typed = error as { reason?: unknown; retry?: unknown };
+  return new FeedError(
+    typeof typed.reason === 'string' ? typed.reason : 'SourceFailed',
+    error.message,
+    typed.retry !== false,
+    { cause: error },
+  );
+};
+
 export type Feed = {
   /** Tell the target `REPLICAOF <host> <port>`. */
   readonly host: string;
@@ -166,12 +182,7 @@ export const startFeed = async (o: {
             (error: Error) => {
               socket.destroy();
               const final = !(error instanceof FeedError && error.retry) || started >= attempts;
-              if (final)
-                settle.reject(
-                  error instanceof FeedError
-                    ? error
-                    : new FeedError('SourceFailed', error.message, true, { cause: error }),
-                );
+              if (final) settle.reject(asFeedError(error));
             },
           );
           return;

@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holdLast } from '../../functions/restore/stream.ts';
 import { openSnapshot } from '../../shared/redis/snapshot.ts';
 import { startFeed } from '../../shared/restore/feed.ts';
 import { loadRdb } from '../../shared/restore/load.ts';
@@ -118,6 +119,45 @@ describe('loading an RDB into a running server through the replication protocol'
       t.close();
     },
   );
+
+  it('stops at once on a source that fails its checksum, with its reason, and keeps the data set it had', async () => {
+    const target = await start({ password: 'pw' });
+    const t = await target.client();
+    await fillRandom(t, 4, 'mine');
+    const before = await contentOf(t);
+    let opened = 0;
+    // The whole RDB but for its held-back end, then the checksum fails (as openStored does).
+    const changed = async () => {
+      opened++;
+      const snap = await snapshotOf(source)();
+      const failing = Readable.from(
+        (async function* () {
+          yield* snap.rdb as AsyncIterable<Buffer>;
+          throw Object.assign(new Error('the object changed after it was stored'), {
+            reason: 'ChecksumMismatch',
+            retry: false,
+          });
+        })(),
+      );
+      return { rdb: Readable.from(holdLast(failing, async () => undefined, snap.size)), size: snap.size };
+    };
+    await expect(
+      loadRdb({
+        target: { host: target.host, port: target.port, password: 'pw' },
+        feedHost: '127.0.0.1',
+        targetPeer: '127.0.0.1',
+        open: changed,
+        mode: 'disk',
+        attempts: 3,
+        timeoutMs: 30_000,
+      }),
+    ).rejects.toMatchObject({ reason: 'ChecksumMismatch', retry: false });
+    // Not read again: it would fail the same way.
+    expect(opened).toBe(1);
+    expect(String(await t.call('ROLE')).startsWith('master')).toBe(true);
+    expectSameContent(await contentOf(t), before);
+    t.close();
+  });
 
   it('changes no role once the lease is lost: not before the transfer, not after it, not to put a master back', async () => {
     const lost = new Error('lock lost');
