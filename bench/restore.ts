@@ -168,7 +168,8 @@ export const benchRestore = async (o: { keys: number; valueBytes: number; rounds
  * stores it (zstd, in an S3 server of its own), read once to verify (SHA-256, decompression, size)
  * and once more into a running master, in a process of its own with the restore function's Node
  * flags and the image's JavaScript (bench/restore-child.ts): in place (disk, the product's mode
- * without a memory limit) and into an empty master (memory, a new cluster's). Only the Kubernetes
+ * without a memory limit) and into an empty master (memory, a new cluster's), each also with
+ * `verifyFirst: false` (the header, then one read while it loads). Only the Kubernetes
  * bookkeeping and the optional safety backup are left out.
  */
 const fullPath = async (o: {
@@ -197,8 +198,15 @@ const fullPath = async (o: {
     });
     const lines: string[] = [];
     for (const k of [
-      { label: 'in place (disk)', mode: 'disk', fill: true },
-      { label: 'into an empty master (memory)', mode: 'memory', fill: false },
+      { label: 'in place (disk)', mode: 'disk', fill: true, singlePass: false },
+      { label: 'into an empty master (memory)', mode: 'memory', fill: false, singlePass: false },
+      { label: 'in place (disk), verifyFirst: false', mode: 'disk', fill: true, singlePass: true },
+      {
+        label: 'into an empty master (memory), verifyFirst: false',
+        mode: 'memory',
+        fill: false,
+        singlePass: true,
+      },
     ] as const) {
       const target = await o.start({ password: 'bench' });
       if (k.fill) {
@@ -213,6 +221,7 @@ const fullPath = async (o: {
           child as string,
           ...['--port', String(target.port), '--password', 'bench', '--key', key, '--mode', k.mode],
           ...['--sha256', stored.sha256, '--size', String(stored.size), '--rdb-size', String(stored.rdbSize)],
+          ...(k.singlePass ? ['--single-pass'] : []),
         ],
         {
           env: {
@@ -239,7 +248,7 @@ const fullPath = async (o: {
       if (r.keys !== o.keys) throw new Error(`restored ${r.keys} keys, expected ${o.keys}`);
       lines.push(
         `restore from S3 as the restore function does it, ${k.label} (zstd, ${(stored.size / MB).toFixed(0)} MiB stored; node ${nodeArgs.join(' ')}): ` +
-          `${sec(r.ms)} (verify ${sec(r.verifyMs)}, load ${sec(r.ms - r.verifyMs)}; ` +
+          `${sec(r.ms)} (${k.singlePass ? 'header' : 'verify'} ${sec(r.verifyMs)}, load ${sec(r.ms - r.verifyMs)}; ` +
           `${Math.round(o.keys / (r.ms / 1000))} keys/s), native load (median) ${sec(o.nativeMs)}; ` +
           `ratio native/restore ${(o.nativeMs / r.ms).toFixed(2)}x, load alone ${(o.nativeMs / (r.ms - r.verifyMs)).toFixed(2)}x; ` +
           `RSS of the restore process ${(r.rssBeforeKiB / 1024).toFixed(0)} MiB before, ${(r.maxRssKiB / 1024).toFixed(0)} MiB at most`,

@@ -57,7 +57,14 @@ export const start = async (run: Run): Promise<Outcome> => {
   }
   if (!run.loaded.state.source) await run.loaded.writeState({ ...run.loaded.state, source: ref });
   const source = describeRef(ref, restore);
-  await enterPhase(run, 'Verifying', `reading ${source} to check it before any data is touched`, { source });
+  await enterPhase(
+    run,
+    'Verifying',
+    restore.spec.verifyFirst === false
+      ? `checking the RDB header of ${source}; the rest is checked while it loads, before the master takes its end`
+      : `reading ${source} to check it before any data is touched`,
+    { source },
+  );
   await recordEvent(run, {
     type: 'Normal',
     reason: 'Started',
@@ -112,10 +119,12 @@ export const verifying = async (run: Run): Promise<Outcome> => {
       of: 'backup',
     });
     if (overMaxmemory) return refuse('ExceedsMaxmemory', overMaxmemory);
+    // verifyFirst: false reads only the header now; the load checks the rest as it streams.
+    const headOnly = restore.spec.verifyFirst === false;
     const progress = progressWriter(run, resolved.source.rdbSize);
     const { format } = await verifySource(resolved, {
       signal: run.ctx.signal,
-      onProgress: progress.onProgress,
+      ...(headOnly ? { headOnly } : { onProgress: progress.onProgress }),
     });
     await progress.flush();
     const version = {
@@ -127,7 +136,9 @@ export const verifying = async (run: Run): Promise<Outcome> => {
     await recordEvent(run, {
       type: 'Normal',
       reason: 'Verified',
-      note: `${resolved.source.describe}: SHA-256 ${resolved.source.sha256.slice(0, 12)}…, RDB ${resolved.source.rdbSize} bytes (format ${format.version}, from ${resolved.source.redis?.product ?? 'redis'} ${resolved.source.redis?.version ?? 'unknown'}) in ${formatDuration(performance.now() - started)}`,
+      note: headOnly
+        ? `${resolved.source.describe}: RDB header checked (format ${format.version}, from ${resolved.source.redis?.product ?? 'redis'} ${resolved.source.redis?.version ?? 'unknown'}) in ${formatDuration(performance.now() - started)}; verifyFirst is false: SHA-256 ${resolved.source.sha256.slice(0, 12)}… and the RDB's ${resolved.source.rdbSize} bytes are checked while it streams, and the master gets its end only once they matched`
+        : `${resolved.source.describe}: SHA-256 ${resolved.source.sha256.slice(0, 12)}…, RDB ${resolved.source.rdbSize} bytes (format ${format.version}, from ${resolved.source.redis?.product ?? 'redis'} ${resolved.source.redis?.version ?? 'unknown'}) in ${formatDuration(performance.now() - started)}`,
     });
   } catch (error) {
     if (!(error instanceof LockLostError) && failureOf(error).retry)

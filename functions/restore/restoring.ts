@@ -16,7 +16,7 @@ import { type Load, type LoadKind, loadFailure, type SourceRef } from './state.t
 import { holdLast } from './stream.ts';
 import { beforeLoad, command, inspectOrUndefined, probeCluster, servingMaster } from './target.ts';
 import { judgeLoad, needsPromotion, nextStep } from './verdict.ts';
-import { openSource } from './verify.ts';
+import { readSource } from './verify.ts';
 
 /** A load of any size streams for long; the function's own timeout (serverless.yml) is the bound. */
 const LOAD_TIMEOUT_MS = 55 * 60_000;
@@ -104,6 +104,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
   await markRestoring(run, what);
   await enterPhase(run, 'Restoring', `${what} (load ${attempt} of ${run.maxLoads})`, {
     progress: { bytes: 0, percent: 0 },
+    load: { of, mode, message: why.slice(0, 1024) },
   });
   await recordEvent(
     run,
@@ -130,7 +131,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
       open: async () => ({
         rdb: Readable.from(
           holdLast(
-            withFailpoint(await openSource(resolved, run.ctx.signal), `restore.${of}-transfer`),
+            withFailpoint(readSource(resolved, run.ctx.signal), `restore.${of}-transfer`),
             markDelivered,
             resolved.source.rdbSize,
           ),

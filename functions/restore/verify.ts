@@ -18,6 +18,49 @@ export const openSource = ({ source, store }: Resolved, signal?: AbortSignal) =>
   });
 
 /**
+ * What a failed read of the stored object means, as the error to end with. A chunk that does not
+ * decrypt or decompress is told apart by hashing the raw bytes: the object changed after it was
+ * stored (ChecksumMismatch) or was stored that way (CorruptObject); neither passes on a retry. A
+ * store or network failure may (SourceFailed, retry).
+ */
+export const readFailure = async (
+  resolved: Resolved,
+  error: unknown,
+  signal?: AbortSignal,
+): Promise<Error> => {
+  const { source, store } = resolved;
+  const url = store.store.url(source.key);
+  if (error instanceof StoreError || error instanceof RestoreError) return error;
+  if (error instanceof IntegrityError && /^(ChecksumMismatch|SizeMismatch)$/.test(error.reason)) return error;
+  if (!(error instanceof IntegrityError) && !isDecodeError(error))
+    return new RestoreError('SourceFailed', `reading ${url}: ${(error as Error).message}`, true, {
+      cause: error,
+    });
+  const raw = await hashStored(store.store, source.key, signal);
+  if (raw.sha256 !== source.sha256 || raw.size !== source.size)
+    return new IntegrityError(
+      'ChecksumMismatch',
+      `${url} has SHA-256 ${raw.sha256} (${raw.size} bytes), not ${source.sha256} (${source.size} bytes): the object changed after it was stored (${(error as Error).message})`,
+    );
+  if (error instanceof IntegrityError) return error;
+  return new RestoreError(
+    'CorruptObject',
+    `${url} is the object that was stored, but it does not decompress as ${source.compression}: ${(error as Error).message}`,
+    false,
+    { cause: error },
+  );
+};
+
+/** The stored object's RDB for a load: a read that fails ends with readFailure's error. */
+export async function* readSource(resolved: Resolved, signal?: AbortSignal): AsyncGenerator<Buffer> {
+  try {
+    yield* (await openSource(resolved, signal)) as AsyncIterable<Buffer>;
+  } catch (error) {
+    throw await readFailure(resolved, error, signal);
+  }
+}
+
+/**
  * Reads the whole object once before any data is touched: its SHA-256 and size must be the
  * recorded ones, it must decrypt (every chunk authenticated) and decompress to an RDB of the
  * recorded size. A changed object is reported as such (ChecksumMismatch) even when its change
@@ -26,7 +69,15 @@ export const openSource = ({ source, store }: Resolved, signal?: AbortSignal) =>
  */
 export const verifySource = async (
   resolved: Resolved,
-  o: { signal?: AbortSignal; onProgress?: (rdbBytes: number) => void },
+  o: {
+    signal?: AbortSignal;
+    onProgress?: (rdbBytes: number) => void;
+    /**
+     * Only as far as the RDB header (`verifyFirst: false`): the format is checked now, the rest
+     * while the load streams — holdLast keeps its end from the master until the SHA-256 matched.
+     */
+    headOnly?: boolean;
+  },
 ): Promise<{ format: RdbFormat; rdbBytes: number }> => {
   const { source, store } = resolved;
   const url = store.store.url(source.key);
@@ -38,31 +89,13 @@ export const verifySource = async (
         head = Buffer.concat([head, chunk.subarray(0, RDB_HEADER_BYTES - head.length)]);
       rdbBytes += chunk.length;
       o.onProgress?.(rdbBytes);
+      // Leaving the loop destroys the stream: the rest of the object is not downloaded.
+      if (o.headOnly && head.length >= RDB_HEADER_BYTES) break;
     }
   } catch (error) {
-    if (error instanceof StoreError || error instanceof RestoreError) throw error;
-    if (error instanceof IntegrityError && /^(ChecksumMismatch|SizeMismatch)$/.test(error.reason))
-      throw error;
-    if (!(error instanceof IntegrityError) && !isDecodeError(error))
-      throw new RestoreError('SourceFailed', `reading ${url}: ${(error as Error).message}`, true, {
-        cause: error,
-      });
-    // It does not decrypt or decompress: changed since it was stored, or stored that way?
-    const raw = await hashStored(store.store, source.key, o.signal);
-    if (raw.sha256 !== source.sha256 || raw.size !== source.size)
-      throw new IntegrityError(
-        'ChecksumMismatch',
-        `${url} has SHA-256 ${raw.sha256} (${raw.size} bytes), not ${source.sha256} (${source.size} bytes): the object changed after it was stored (${(error as Error).message})`,
-      );
-    if (error instanceof IntegrityError) throw error;
-    throw new RestoreError(
-      'CorruptObject',
-      `${url} is the object that was stored, but it does not decompress as ${source.compression}: ${(error as Error).message}`,
-      false,
-      { cause: error },
-    );
+    throw await readFailure(resolved, error, o.signal);
   }
-  if (rdbBytes !== source.rdbSize)
+  if (!o.headOnly && rdbBytes !== source.rdbSize)
     throw new IntegrityError(
       'SizeMismatch',
       `${url} holds an RDB of ${rdbBytes} bytes, not the ${source.rdbSize} recorded in its manifest`,

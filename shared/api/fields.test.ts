@@ -106,6 +106,7 @@ const READERS: Record<string, string> = {
   'Restore.spec.source.s3.store': 'functions/restore/source.ts',
   'Restore.spec.source.s3.key': 'functions/restore/source.ts',
   'Restore.spec.safetyBackup': 'functions/restore/phases.ts',
+  'Restore.spec.verifyFirst': 'functions/restore/phases.ts',
 };
 
 type Schema = { properties?: Record<string, Schema> };

@@ -439,9 +439,10 @@ export const zRestoreSpec = z.looseObject({
     }).optional(),
   }),
   safetyBackup: z.boolean().optional(),
+  verifyFirst: z.boolean().optional(),
 });
 /** The defaults crds/ declares for Restore.spec: the one source of each (see defaultsOf). */
-export const RestoreSpecDefaults = {"source":{"s3":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}}}},"safetyBackup":true} as const;
+export const RestoreSpecDefaults = {"source":{"s3":{"store":{"s3":{"prefix":"","region":"us-east-1","forcePathStyle":false,"serverSideEncryption":""},"compression":"zstd","encryption":{"secretName":""}}}},"safetyBackup":true,"verifyFirst":true} as const;
 export const zRestoreStatus = z.looseObject({
   observedGeneration: z.number().int().min(0).optional(),
   phase: z.enum(["Pending","Verifying","SafetyBackup","Restoring","Completed","Failed","RolledBack"]).optional(),
@@ -454,6 +455,11 @@ export const zRestoreStatus = z.looseObject({
     percent: z.number().int().min(0).max(100).optional(),
   }).optional(),
   keys: z.number().int().optional(),
+  load: z.looseObject({
+    of: z.enum(["restore","rollback"]).optional(),
+    mode: z.enum(["memory","disk"]).optional(),
+    message: z.string().max(1024).optional(),
+  }).optional(),
   error: z.looseObject({
     reason: z.string().max(128).optional(),
     message: z.string().max(4096).optional(),

@@ -277,6 +277,40 @@ describe('restore', () => {
     expect(ce.data).toMatchObject({ reason: 'ChecksumMismatch', at: 'Verifying', data: 'untouched' });
   });
 
+  it('verifyFirst: false reads the object once, checked while it streams: a changed one never reaches the master whole, a good one loads', async () => {
+    // b2 is the object changed in the store in the test before.
+    const master = await data.master();
+    const before = await data.contentOfPod(master);
+    await rs.create('r2-streamed', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b2' } },
+      safetyBackup: false,
+      verifyFirst: false,
+    });
+    const failed = await rs.ended('r2-streamed', 'Failed');
+    expect(failed.status?.error?.reason).toBe('ChecksumMismatch');
+    // Found while it streamed, not before: and still the master kept its data.
+    expect(conditionOf(failed, 'Completed')?.message).toMatch(/^failed at Restoring/);
+    expect(conditionOf(failed, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    expectSameContent(await data.contentOfPod(master), before);
+    await expect
+      .poll(async () => (await eventNotes(b, ns, 'r2-streamed')).join('\n'), EVENTS_RECORDED)
+      .toMatch(/RDB header checked \(format \d+.*verifyFirst is false/);
+
+    const b5 = await backupNow('b5');
+    const b5Content = await contentOfBackup(b5);
+    await change('five');
+    await rs.create('r5-streamed', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b5' } },
+      safetyBackup: false,
+      verifyFirst: false,
+    });
+    const r5 = await rs.ended('r5-streamed', 'Completed');
+    expect(r5.status?.keys).toBe(b5Content.values.size);
+    await expectCluster(b5Content);
+  });
+
   it('latest: true restores the newest Completed Backup of the cluster, never a safety backup', async () => {
     const b3 = await backupNow('b3');
     const b3Content = await contentOfBackup(b3);
@@ -386,6 +420,17 @@ describe('restore', () => {
     expect(await loading('r1')).toContain(
       'received to disk first: the master holds data and its container has no memory limit',
     );
+    // The status says the same, for `kubectl get -o yaml`.
+    expect(r.status?.load).toEqual({
+      of: 'restore',
+      mode: 'memory',
+      message: 'parsed from the socket: the master holds no keys',
+    });
+    expect((await rs.get('r1')).status?.load).toMatchObject({
+      of: 'restore',
+      mode: 'disk',
+      message: expect.stringMatching(/^received to disk first: the master holds data/),
+    });
     await expectClone(b1Content);
   });
 
@@ -411,6 +456,11 @@ describe('restore', () => {
       .toMatch(
         /parsed from the socket beside the current data: \d+ MiB in use \+ \d+ MiB to load \(x1\.5\) fit in 90 % of the 1024 MiB memory limit/,
       );
+    expect((await rs.get('r-memory')).status?.load).toMatchObject({
+      of: 'restore',
+      mode: 'memory',
+      message: expect.stringMatching(/^parsed from the socket beside the current data: \d+ MiB in use/),
+    });
 
     // A data set that alone takes more than 90 % of the limit is refused before anything is read
     // (this object no longer matches its checksum: read first, it would fail ChecksumMismatch) or
@@ -489,6 +539,8 @@ describe('restore', () => {
       /the loaded data set counts \d+ MiB against maxmemory, more than the master's maxmemory of 64 MiB: with maxmemory-policy allkeys-lru/,
     );
     expect(conditionOf(r, 'ClusterData')).toMatchObject({ status: 'False', reason: 'RolledBack' });
+    // The latest load was the rollback's.
+    expect(r.status?.load).toMatchObject({ of: 'rollback' });
     await rdc.ready('clone');
     await expectClone(b1Content);
   });
