@@ -54,7 +54,7 @@ const loaded = await loadRdb({
   // As the restore function reads it: its end held back until the checksum matched.
   open: async () => ({
     rdb: Readable.from(holdLast(readSource(resolved), async () => undefined, rdbSize)),
-    size: rdbSize,
+    ...(values.mode === 'disk' ? { size: rdbSize } : {}),
   }),
 });
 const ms = performance.now() - started;

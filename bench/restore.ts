@@ -110,6 +110,7 @@ export const benchRestore = async (o: { keys: number; valueBytes: number; rounds
         const before = String(await t.call('INFO', 'all'));
         t.close();
         const { mode } = loadModeFor({
+          server: { product: 'redis', version: '7.0' },
           keys: Number(/db0:keys=(\d+)/.exec(before)?.[1] ?? 0),
           rss: Number(/used_memory_rss:(\d+)/.exec(before)?.[1]),
           limit: k.limit,
@@ -127,7 +128,11 @@ export const benchRestore = async (o: { keys: number; valueBytes: number; rounds
             feedHost: '127.0.0.1',
             targetPeer: '127.0.0.1',
             mode,
-            open: async () => ({ rdb: createReadStream(file, { highWaterMark: MB }), size }),
+            // As the product frames it: the EOF mark when parsed from the socket.
+            open: async () => ({
+              rdb: createReadStream(file, { highWaterMark: MB }),
+              ...(mode === 'disk' ? { size } : {}),
+            }),
           }),
         );
         const ms = performance.now() - fedStarted;

@@ -64,6 +64,7 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
   const target = await servingMaster(run);
   const before = await beforeLoad(target);
   const { mode, why } = loadModeFor({
+    server: { product: target.instance.product ?? 'redis', version: target.instance.version },
     keys: before.keys,
     rss: target.instance.memory?.rss,
     limit: target.instance.memoryLimit,
@@ -136,7 +137,10 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
             resolved.source.rdbSize,
           ),
         ),
-        size: resolved.source.rdbSize,
+        // Parsed from the socket, the master takes the data set once the RDB's own end is parsed,
+        // wherever that is in the stream: only the EOF mark, sent after the last chunk, completes
+        // the transfer. Received to disk, it takes it once it has the announced size.
+        ...(mode === 'disk' ? { size: resolved.source.rdbSize } : {}),
       }),
       timeoutMs: LOAD_TIMEOUT_MS,
       mode,

@@ -82,6 +82,23 @@ describe('holdLast', () => {
     for await (const c of holdLast(exact, async () => void seen.push('beforeLast'), 10))
       seen.push(c.toString());
     expect(seen).toEqual(['aaaa', 'bbbb', 'beforeLast', 'cc']);
+    // Short of it: the end is not sent, nor said to be going out.
+    let told = false;
+    const got2: string[] = [];
+    await expect(
+      (async () => {
+        for await (const c of holdLast(
+          Readable.from([Buffer.from('aaaa'), Buffer.from('bb')]),
+          async () => {
+            told = true;
+          },
+          10,
+        ))
+          got2.push(c.toString());
+      })(),
+    ).rejects.toMatchObject({ reason: 'SizeMismatch' });
+    expect(got2).toEqual(['aaaa']);
+    expect(told).toBe(false);
   });
 
   it('knows decompressor errors from others', () => {

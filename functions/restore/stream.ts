@@ -9,10 +9,11 @@ import type { ObjectStore } from '../../shared/backup/object-store.ts';
  * checksum at the very end, or a run that ends before `beforeLast` recorded that the end is going
  * out, can never have touched the target's data.
  *
- * With `size` (the length announced to the target), no chunk that completes it goes out before
- * the end either: a source longer than announced (an object changed since it was verified) would
- * otherwise hand the target a whole RDB — the announced bytes — before its checksum fails, and
- * the target would load it. It fails with SizeMismatch instead, the target short of its end.
+ * With `size` (the RDB's recorded length), no chunk that completes it goes out before the end
+ * either: a source longer than that (an object changed since it was verified) would otherwise
+ * hand a target told that length a whole RDB before its checksum fails, and the target would
+ * load it. It fails with SizeMismatch instead, the target short of its end; so does a source
+ * that ends short, before `beforeLast`.
  */
 export async function* holdLast(
   source: AsyncIterable<Buffer>,
@@ -34,6 +35,12 @@ export async function* holdLast(
     held = chunk;
   }
   if (!held) return;
+  // Short of the announced size: the target will not take it, and nothing is said to be going out.
+  if (size !== undefined && released + held.length !== size)
+    throw new IntegrityError(
+      'SizeMismatch',
+      `the RDB has ${released + held.length} bytes, not the ${size} announced: not sending its end`,
+    );
   await beforeLast();
   yield held;
 }

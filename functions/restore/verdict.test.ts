@@ -45,8 +45,8 @@ describe('which data the target of a load holds', () => {
 
 describe('the step after a load', () => {
   const base = { loads: 1, rollbacks: 0, maxLoads: 3, safetyBackup: 'r-safety' };
-  const restore = { of: 'restore' as const, pod: 'cache-0' };
-  const rollback = { of: 'rollback' as const, pod: 'cache-0' };
+  const restore = { of: 'restore' as const, pod: 'cache-0', delivered: true };
+  const rollback = { of: 'rollback' as const, pod: 'cache-0', delivered: true };
 
   it('finishes with the data the target loaded', () => {
     expect(nextStep({ ...base, verdict: 'loaded', load: restore })).toEqual({
@@ -56,6 +56,30 @@ describe('the step after a load', () => {
     expect(nextStep({ ...base, verdict: 'loaded', load: rollback })).toEqual({
       do: 'finish',
       data: 'rolledBack',
+    });
+  });
+
+  it('never finishes a load the target took before its end was sent: rolled back, or said to be unknown', () => {
+    // Parsed from the socket, a crafted RDB that ends early is taken before the held-back end; the
+    // checksum fails only after.
+    const error = { reason: 'ChecksumMismatch', message: 'the object changed', retry: false };
+    const early = { ...restore, delivered: false };
+    expect(nextStep({ ...base, verdict: 'loaded', load: early, error })).toEqual({
+      do: 'load',
+      of: 'rollback',
+    });
+    expect(nextStep({ ...base, verdict: 'loaded', load: early })).toEqual({ do: 'load', of: 'rollback' });
+    const alone = nextStep({ ...base, safetyBackup: undefined, verdict: 'loaded', load: early, error });
+    expect(alone).toMatchObject({ do: 'fail', data: 'unknown', reason: 'LoadedUnverified' });
+    expect(alone.do === 'fail' && alone.message).toMatch(
+      /whose end was never sent .* not the backup that was checked/,
+    );
+    expect(
+      nextStep({ ...base, verdict: 'loaded', load: { ...rollback, delivered: false }, error }),
+    ).toMatchObject({
+      do: 'fail',
+      data: 'unknown',
+      reason: 'RollbackFailed',
     });
   });
 

@@ -61,7 +61,7 @@ export type Next =
  */
 export const nextStep = (o: {
   verdict: DataVerdict;
-  load: Pick<Load, 'of' | 'pod'>;
+  load: Pick<Load, 'of' | 'pod' | 'delivered'>;
   /** The load's own error, when this run saw it fail; undefined after an interruption. */
   error?: Failure | undefined;
   loads: number;
@@ -79,6 +79,17 @@ export const nextStep = (o: {
     case 'unreachable':
       return { do: 'wait', why: `${load.pod} does not answer` };
     case 'loaded':
+      // Loaded though its end was never sent: what the master parsed ended early, so it was not
+      // the RDB that was checked (a crafted object: the checksum fails only after). Never restored.
+      if (!load.delivered) {
+        if (load.of === 'restore' && o.safetyBackup) return { do: 'load', of: 'rollback' };
+        return {
+          do: 'fail',
+          data: 'unknown',
+          reason: load.of === 'restore' ? 'LoadedUnverified' : 'RollbackFailed',
+          message: `${load.pod} took a data set whose end was never sent (${what}): it is not the ${load.of === 'restore' ? 'backup' : 'safety backup'} that was checked${load.of === 'restore' ? ', and there is no safety backup to roll back to' : ''}: check it, and restore again from a backup that verifies`,
+        };
+      }
       // Loaded, but more than the master's maxmemory: promoted, Redis evicts (or refuses writes).
       if (load.of === 'restore' && error?.reason === 'ExceedsMaxmemory') {
         if (o.safetyBackup) return { do: 'load', of: 'rollback' };

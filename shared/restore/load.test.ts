@@ -2,40 +2,62 @@ import { describe, expect, it } from 'vitest';
 import { loadModeFor, maxmemoryProblem, memoryProblem } from './load.ts';
 
 const GiB = 2 ** 30;
+const R7 = { product: 'redis', version: '7.0.15' };
 
 describe('loadModeFor', () => {
   it('parses from the socket into an empty master, whatever its memory', () => {
-    expect(loadModeFor({ keys: 0 })).toMatchObject({
+    expect(loadModeFor({ server: R7, keys: 0 })).toMatchObject({
       mode: 'memory',
       why: expect.stringMatching(/holds no keys/),
     });
-    expect(loadModeFor({ keys: 0, rss: GiB, limit: GiB, incoming: 4 * GiB }).mode).toBe('memory');
+    expect(loadModeFor({ server: R7, keys: 0, rss: GiB, limit: GiB, incoming: 4 * GiB }).mode).toBe('memory');
   });
 
   it('parses beside the current data only when both fit the limit with room to spare', () => {
     // 1 GiB in use + 1 GiB to load x1.5 = 2.5 GiB: fits 90 % of 3 GiB (2.7), not of 2.75 GiB (2.475).
-    const fits = loadModeFor({ keys: 10, rss: GiB, limit: 3 * GiB, incoming: GiB });
+    const fits = loadModeFor({ server: R7, keys: 10, rss: GiB, limit: 3 * GiB, incoming: GiB });
     expect(fits).toMatchObject({ mode: 'memory', why: expect.stringMatching(/beside the current data/) });
     expect(fits.why).toContain(
       '1024 MiB in use + 1024 MiB to load (x1.5) fit in 90 % of the 3072 MiB memory limit',
     );
-    const tight = loadModeFor({ keys: 10, rss: GiB, limit: 2.75 * GiB, incoming: GiB });
+    const tight = loadModeFor({ server: R7, keys: 10, rss: GiB, limit: 2.75 * GiB, incoming: GiB });
     expect(tight).toMatchObject({
       mode: 'disk',
       why: expect.stringMatching(/^received to disk first: .* exceed 90 %/),
     });
     // The data in use counts: the same limit and load with 0.5 GiB less in use fits.
-    expect(loadModeFor({ keys: 10, rss: 0.5 * GiB, limit: 2.75 * GiB, incoming: GiB }).mode).toBe('memory');
+    expect(loadModeFor({ server: R7, keys: 10, rss: 0.5 * GiB, limit: 2.75 * GiB, incoming: GiB }).mode).toBe(
+      'memory',
+    );
   });
 
   it('receives to disk when anything it would weigh is unknown', () => {
-    const known = { keys: 10, rss: 1, limit: 100 * GiB, incoming: 1 };
+    const known = { server: R7, keys: 10, rss: 1, limit: 100 * GiB, incoming: 1 };
     expect(loadModeFor(known).mode).toBe('memory');
     expect(loadModeFor({ ...known, limit: undefined }).why).toMatch(/no memory limit/);
     expect(loadModeFor({ ...known, incoming: undefined }).why).toMatch(/does not record how much memory/);
     expect(loadModeFor({ ...known, rss: undefined }).why).toMatch(/does not report its memory/);
     for (const unknown of ['limit', 'incoming', 'rss'] as const)
       expect(loadModeFor({ ...known, [unknown]: undefined }).mode, unknown).toBe('disk');
+  });
+});
+
+describe('loadModeFor: the server', () => {
+  it('parses from the socket only on servers that check the end of a transfer before they swap', () => {
+    const empty = { keys: 0 };
+    for (const server of [
+      R7,
+      { product: 'redis', version: '7.2.4' },
+      { product: 'valkey', version: '8.1.1' },
+    ])
+      expect(loadModeFor({ ...empty, server }).mode, server.version).toBe('memory');
+    // Redis 6.2 drops its old data set before it checks the EOF mark: a crafted RDB that ends early
+    // would stay loaded. So would one from a server whose version is not known.
+    for (const server of [{ product: 'redis', version: '6.2.14' }, { product: 'redis' }, {}])
+      expect(loadModeFor({ ...empty, server }), JSON.stringify(server)).toMatchObject({
+        mode: 'disk',
+        why: expect.stringMatching(/^received to disk first: .*replaces its data before it checks the end/),
+      });
   });
 });
 

@@ -43,7 +43,23 @@ const mib = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
  * to spare; otherwise it receives the RDB to disk first, so that its memory never holds both.
  * Without a limit the node's memory is the bound, which nothing here can weigh: disk.
  */
+/**
+ * Whether the server checks the end of a transfer (the EOF mark) before it swaps in the data set it
+ * parsed from the socket. Redis 7.0+ and Valkey do; Redis 6.2 drops its old data set first, and a
+ * crafted RDB that ends early, followed by other bytes, would stay loaded whatever came after.
+ */
+export const checksEndBeforeSwap = (server: {
+  product?: string | undefined;
+  version?: string | undefined;
+}) => {
+  if (server.product === 'valkey') return true;
+  const major = Number(/^(\d+)\./.exec(server.version ?? '')?.[1]);
+  return server.product === 'redis' && major >= 7;
+};
+
 export const loadModeFor = (t: {
+  /** Which server the target is (INFO's redis_version, and Valkey's own). */
+  server: { product?: string | undefined; version?: string | undefined };
   /** Keys the target holds. */
   keys: number;
   /** The target's resident set now (used_memory_rss). */
@@ -53,8 +69,12 @@ export const loadModeFor = (t: {
   /** What the data set to load took in memory on the server it was backed up from. */
   incoming?: number | undefined;
 }): { mode: LoadMode; why: string } => {
-  if (t.keys === 0) return { mode: 'memory', why: 'parsed from the socket: the master holds no keys' };
   const disk = (because: string) => ({ mode: 'disk' as const, why: `received to disk first: ${because}` });
+  if (!checksEndBeforeSwap(t.server))
+    return disk(
+      `${t.server.product ?? 'the server'} ${t.server.version ?? '(version unknown)'} replaces its data before it checks the end of a transfer parsed from the socket`,
+    );
+  if (t.keys === 0) return { mode: 'memory', why: 'parsed from the socket: the master holds no keys' };
   if (t.limit === undefined)
     return disk('the master holds data and its container has no memory limit to weigh holding both against');
   if (t.incoming === undefined) return disk('the backup does not record how much memory its data set took');

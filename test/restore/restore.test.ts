@@ -520,6 +520,32 @@ describe('restore', () => {
     await expectClone(b1Content);
   });
 
+  it('parsed from the socket, takes no crafted RDB that ends early: the end of the transfer is the EOF mark, sent after the checksum matched', async () => {
+    // A whole, valid RDB (other keys), then filler, stored where the manifest says a different
+    // SHA-256: verifyFirst: false lets it stream. Redis 7 takes a data set parsed from the socket
+    // once the RDB's own end is parsed; with the length announced instead of the mark it would
+    // have swapped this one in, and the checksum would fail only after.
+    const forged = Buffer.concat([await randomRdb(servers, 1), Buffer.alloc(512 * 1024)]);
+    const k = await putForeign(
+      'ends-early',
+      'REDIS0010',
+      { product: 'redis', version: '7.0.15', usedMemory: 4 * 1024 * 1024 },
+      { changedAfter: true, rdb: forged },
+    );
+    await rs.create('r-early', {
+      cluster: { name: 'clone' },
+      source: { s3: { store: plainStore(), key: k } },
+      safetyBackup: false,
+      verifyFirst: false,
+    });
+    const r = await rs.ended('r-early', 'Failed');
+    expect(r.status?.load).toMatchObject({ of: 'restore', mode: 'memory' });
+    expect(r.status?.error?.reason).toBe('ChecksumMismatch');
+    expect(conditionOf(r, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    await rdc.ready('clone');
+    await expectClone(b1Content);
+  });
+
   it("rolls back a load that the master's maxmemory would evict, found while it is still a replica", async () => {
     // 72 MiB from a server of its own, under a manifest from before the memory figures: nothing to
     // weigh before the load. Loaded, the data set counts more than clone's maxmemory of 64 MiB.
