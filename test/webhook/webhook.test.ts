@@ -124,10 +124,12 @@ describe('webhook', () => {
       namespace: ns,
       name: body.restore.name,
     })) as Restore;
+    // The CRD's defaults: a safety backup first, and the whole object verified first.
     expect(restore.spec).toEqual({
       cluster: { name: 'cache' },
       source: { backup: { name: 'nightly' } },
       safetyBackup: true,
+      verifyFirst: true,
     });
     expect(restore.metadata.labels).toEqual({ 'tideway.dev/requested-by': 'webhook' });
     const a = restore.metadata.annotations ?? {};
