@@ -1,11 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, openSync, readdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { binDir, cacheDir } from '../../infra/testbed/paths.ts';
+import { freePort } from '../../infra/testbed/process/ports.ts';
 import type { EtcdClient } from '../../shared/etcd/client.ts';
 import { createEtcdClient } from '../../shared/etcd/gateway-client.ts';
 
@@ -58,21 +58,15 @@ export const findEtcd35 = (): string | undefined => {
   return bin && existsSync(bin) ? bin : undefined;
 };
 
-/** Distinct free TCP ports on 127.0.0.1 (held together while picked, so no two are the same). */
+/**
+ * Distinct free TCP ports on 127.0.0.1, from the test bed's range below the kernel's ephemeral
+ * one: a port picked by listening on 0 and closing again could be taken by an outgoing
+ * connection's local port before etcd binds it, and that member would never start (a CI run saw
+ * a 3-member cluster come up with two).
+ */
 export const freePorts = async (n: number): Promise<number[]> => {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  const ports: number[] = [];
+  for (let i = 0; i < n; i++) ports.push(await freePort());
   return ports;
 };
 
