@@ -27,6 +27,9 @@ const failedBeforeData = async (run: Run, error: unknown, at: string): Promise<O
   return failRestore(run, { ...f, data: 'untouched', at });
 };
 
+/** Whether a Restore reads its whole object before anything else (`verifyFirst`, true unless false). */
+const verifiesFirst = (restore: Run['loaded']['restore']) => restore.spec.verifyFirst !== false;
+
 /**
  * Pending: one restore per cluster at a time — a Restore made while another of the cluster ran
  * fails at once (RestoreInProgress), as the webhook refuses it with a 409: queueing would load
@@ -60,9 +63,9 @@ export const start = async (run: Run): Promise<Outcome> => {
   await enterPhase(
     run,
     'Verifying',
-    restore.spec.verifyFirst === false
-      ? `checking the RDB header of ${source}; the rest is checked while it loads, before the master takes its end`
-      : `reading ${source} to check it before any data is touched`,
+    verifiesFirst(restore)
+      ? `reading ${source} to check it before any data is touched`
+      : `checking the RDB header of ${source}; the rest is checked while it loads, before the master takes its end`,
     { source },
   );
   await recordEvent(run, {
@@ -120,7 +123,7 @@ export const verifying = async (run: Run): Promise<Outcome> => {
     });
     if (overMaxmemory) return refuse('ExceedsMaxmemory', overMaxmemory);
     // verifyFirst: false reads only the header now; the load checks the rest as it streams.
-    const headOnly = restore.spec.verifyFirst === false;
+    const headOnly = !verifiesFirst(restore);
     const progress = progressWriter(run, resolved.source.rdbSize);
     const { format } = await verifySource(resolved, {
       signal: run.ctx.signal,
@@ -133,12 +136,16 @@ export const verifying = async (run: Run): Promise<Outcome> => {
     };
     const problem = loadProblem(format, version);
     if (problem) return refuse('RdbVersionUnsupported', problem);
+    const { describe, rdbSize, redis } = resolved.source;
+    const sha = resolved.source.sha256.slice(0, 12);
+    const from = `format ${format.version}, from ${redis?.product ?? 'redis'} ${redis?.version ?? 'unknown'}`;
+    const took = formatDuration(performance.now() - started);
     await recordEvent(run, {
       type: 'Normal',
       reason: 'Verified',
       note: headOnly
-        ? `${resolved.source.describe}: RDB header checked (format ${format.version}, from ${resolved.source.redis?.product ?? 'redis'} ${resolved.source.redis?.version ?? 'unknown'}) in ${formatDuration(performance.now() - started)}; verifyFirst is false: SHA-256 ${resolved.source.sha256.slice(0, 12)}… and the RDB's ${resolved.source.rdbSize} bytes are checked while it streams, and the master gets its end only once they matched`
-        : `${resolved.source.describe}: SHA-256 ${resolved.source.sha256.slice(0, 12)}…, RDB ${resolved.source.rdbSize} bytes (format ${format.version}, from ${resolved.source.redis?.product ?? 'redis'} ${resolved.source.redis?.version ?? 'unknown'}) in ${formatDuration(performance.now() - started)}`,
+        ? `${describe}: RDB header checked (${from}) in ${took}; verifyFirst is false: SHA-256 ${sha}… and the RDB's ${rdbSize} bytes are checked while it streams, and the master gets its end only once they matched`
+        : `${describe}: SHA-256 ${sha}…, RDB ${rdbSize} bytes (${from}) in ${took}`,
     });
   } catch (error) {
     if (!(error instanceof LockLostError) && failureOf(error).retry)

@@ -83,17 +83,14 @@ export const verifySource = async (
   const url = store.store.url(source.key);
   let head = Buffer.alloc(0);
   let rdbBytes = 0;
-  try {
-    for await (const chunk of (await openSource(resolved, o.signal)) as AsyncIterable<Buffer>) {
-      if (head.length < RDB_HEADER_BYTES)
-        head = Buffer.concat([head, chunk.subarray(0, RDB_HEADER_BYTES - head.length)]);
-      rdbBytes += chunk.length;
-      o.onProgress?.(rdbBytes);
-      // Leaving the loop destroys the stream: the rest of the object is not downloaded.
-      if (o.headOnly && head.length >= RDB_HEADER_BYTES) break;
-    }
-  } catch (error) {
-    throw await readFailure(resolved, error, o.signal);
+  // A read that fails ends with readFailure's error, as a load's does.
+  for await (const chunk of readSource(resolved, o.signal)) {
+    if (head.length < RDB_HEADER_BYTES)
+      head = Buffer.concat([head, chunk.subarray(0, RDB_HEADER_BYTES - head.length)]);
+    rdbBytes += chunk.length;
+    o.onProgress?.(rdbBytes);
+    // Leaving the loop destroys the stream: the rest of the object is not downloaded.
+    if (o.headOnly && head.length >= RDB_HEADER_BYTES) break;
   }
   if (!o.headOnly && rdbBytes !== source.rdbSize)
     throw new IntegrityError(

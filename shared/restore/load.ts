@@ -37,13 +37,6 @@ const LIMIT_SHARE = 0.9;
 const mib = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
 
 /**
- * The mode for a load into a target, and why in words. An empty server (a new cluster's master,
- * bootstrap.fromBackup) has nothing to hold twice: it parses from the socket at about native
- * speed. One with data does too when its memory limit is known and holds both data sets with room
- * to spare; otherwise it receives the RDB to disk first, so that its memory never holds both.
- * Without a limit the node's memory is the bound, which nothing here can weigh: disk.
- */
-/**
  * Whether the server checks the end of a transfer (the EOF mark) before it swaps in the data set it
  * parsed from the socket. Redis 7.0+ and Valkey do; Redis 6.2 drops its old data set first, and a
  * crafted RDB that ends early, followed by other bytes, would stay loaded whatever came after.
@@ -57,6 +50,13 @@ export const checksEndBeforeSwap = (server: {
   return server.product === 'redis' && major >= 7;
 };
 
+/**
+ * The mode for a load into a target, and why in words. An empty server (a new cluster's master,
+ * bootstrap.fromBackup) has nothing to hold twice: it parses from the socket at about native
+ * speed. One with data does too when its memory limit is known and holds both data sets with room
+ * to spare; otherwise it receives the RDB to disk first, so that its memory never holds both.
+ * Without a limit the node's memory is the bound, which nothing here can weigh: disk.
+ */
 export const loadModeFor = (t: {
   /** Which server the target is (INFO's redis_version, and Valkey's own). */
   server: { product?: string | undefined; version?: string | undefined };
