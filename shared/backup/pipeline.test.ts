@@ -61,6 +61,44 @@ describe('openStored', () => {
   };
   const rdb = Buffer.concat([Buffer.from('REDIS0010'), randomBytes(200 * 1024)]);
 
+  it('stops the download when its reader stops, even after the decompressor ended', async () => {
+    // gzip's output ends with its member; the zeros after it are still on their way: the reader
+    // leaving must stop them (openStored's comment says so; a review asked whether it does).
+    const compressed = gzipSync(rdb);
+    let sent = 0;
+    let bodyDestroyed = false;
+    const store = {
+      url: (key: string) => `s3://bench/${key}`,
+      download: async () => {
+        const body = Readable.from(
+          (async function* () {
+            yield compressed;
+            for (; sent < 2000; sent++) {
+              await new Promise((r) => setTimeout(r, 1));
+              yield Buffer.alloc(16384);
+            }
+          })(),
+        );
+        body.on('close', () => {
+          bodyDestroyed = true;
+        });
+        return body;
+      },
+    } as unknown as ObjectStore;
+    const opened = await openStored({ store, key: 'k', compression: 'gzip', sha256: sha(compressed) });
+    let got = 0;
+    for await (const c of opened as AsyncIterable<Buffer>) {
+      got += c.length;
+      if (got >= rdb.length) break; // all of the RDB, then the reader leaves
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(bodyDestroyed).toBe(true);
+    const after = sent;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sent).toBe(after);
+    expect(sent).toBeLessThan(2000);
+  });
+
   it('ends only after the checksum matched, even when the decompressor ends before its input', async () => {
     // gzip takes zero bytes after its member as padding and ends its output there: a changed
     // object, the same RDB with zeros after it, must still fail — before its end is seen.
