@@ -1,12 +1,13 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
-import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
+import { done, type HandlerContext, LockLostError, type Outcome } from '../../shared/runtime/handler.ts';
 import { failRestore } from './finish.ts';
 import { restoreGone } from './gone.ts';
 import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
 import { safetyBackup, start, verifying } from './phases.ts';
 import { restoring } from './restoring.ts';
 import { FINISHED, type Run } from './run.ts';
+import { waitingRestore } from './waiting.ts';
 
 export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
@@ -18,6 +19,11 @@ const zEnv = z.object({
     .transform((v) => v?.trim() || undefined),
   /** Loads (and rollbacks) tried before a restore gives up. */
   TIDEWAY_RESTORE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * How often a Restore looks at its unfinished safety backup when the Backup's outcome did not
+   * come (lost in a crash between its status write and its publish); the outcome comes first.
+   */
+  TIDEWAY_RESTORE_SAFETY_RECHECK_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
 });
 
 /**
@@ -29,12 +35,34 @@ const zEnv = z.object({
  * Completed, or Failed / RolledBack saying which data the cluster holds. Runs lock the cluster.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  if ((event as unknown as { kind?: unknown }).kind !== 'Backup') return handleRestore(event, ctx);
+  // A safety backup's outcome: the Restore that made it goes on now. What the run leaves for later
+  // comes back as any run's would, short of the attempts' end; a failure is never reported (the
+  // runtime would write it on the Backup): the Restore's own deliveries go on regardless.
+  try {
+    const waiting = await waitingRestore(event, ctx);
+    const outcome = waiting ? await handleRestore(waiting.event, ctx, waiting.uid) : done;
+    return outcome.kind === 'retry' && ctx.attempt < ctx.maxAttempts - 1 ? outcome : done;
+  } catch (error) {
+    if (error instanceof LockLostError || ctx.signal.aborted || ctx.attempt < 3) throw error;
+    ctx.log.warn('a Restore did not go on at its safety backup’s outcome', { error });
+    return done;
+  }
+};
+
+/** A run of the Restore the event names; `madeSafety`: only the Restore of that uid. */
+const handleRestore = async (
+  event: CloudEvent<unknown>,
+  ctx: HandlerContext,
+  madeSafety?: string,
+): Promise<Outcome> => {
   const loaded = await loadRestore(event, ctx);
-  if (loaded === undefined) return restoreGone(event, ctx);
+  if (loaded === undefined) return madeSafety ? done : restoreGone(event, ctx);
   if (isRestoreOutcome(loaded)) return loaded;
   const { restore, key } = loaded;
   const phase = restore.status?.phase ?? 'Pending';
   if (FINISHED.has(phase)) return done;
+  if (madeSafety && restore.metadata.uid !== madeSafety) return done;
   const env = zEnv.parse(ctx.env);
   const rc = await readCluster(ctx.kube, key.namespace, restore.spec.cluster.name);
   const run: Run = {
@@ -50,6 +78,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     },
     feedHost: env.TIDEWAY_RESTORE_FEED_HOST ?? '',
     maxLoads: env.TIDEWAY_RESTORE_ATTEMPTS,
+    safetyRecheckMs: env.TIDEWAY_RESTORE_SAFETY_RECHECK_MS,
   };
   if (!rc || rc.metadata.deletionTimestamp)
     return failRestore(run, {

@@ -178,9 +178,10 @@ const safetyStore = async (run: Run): Promise<BackupStoreSpec | undefined> => {
 
 /**
  * SafetyBackup: a Backup of the current data, made by the backup function, which takes this
- * cluster's lock to choose its source — so this run makes it and lets go, and looks again later
- * (waiting for it while holding the lock would wait forever). A failed safety backup fails the restore before any data is
- * touched.
+ * cluster's lock to choose its source — so this run makes it and lets go (waiting for it while
+ * holding the lock would wait forever). The Backup's outcome brings the next run at once
+ * (./waiting.ts); a look every `safetyRecheckMs` is the fallback for an outcome lost in a crash.
+ * A failed safety backup fails the restore before any data is touched.
  */
 export const safetyBackup = async (run: Run): Promise<Outcome> => {
   const { restore } = run.loaded;
@@ -202,7 +203,7 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
         reason: 'SafetyBackupStarted',
         note: `Backup ${name} takes the current data before it is replaced`,
       });
-    return retryAfter(2000, 'SafetyBackup');
+    return retryAfter(run.safetyRecheckMs, 'SafetyBackup');
   }
   if (!madeBy(b, restore))
     return failRestore(run, {
@@ -219,11 +220,7 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
       data: 'untouched',
       at: 'SafetyBackup',
     });
-  if (phase !== 'Completed') {
-    // Polls grow with the backup's age: a large one takes minutes.
-    const age = run.ctx.clock().getTime() - new Date(b.metadata.creationTimestamp ?? 0).getTime();
-    return retryAfter(Math.min(15_000, Math.max(2000, age / 10)), 'SafetyBackup');
-  }
+  if (phase !== 'Completed') return retryAfter(run.safetyRecheckMs, 'SafetyBackup');
   await recordEvent(run, {
     type: 'Normal',
     reason: 'SafetyBackupCompleted',

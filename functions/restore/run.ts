@@ -15,6 +15,8 @@ export type Run = {
   readonly feedHost: string;
   /** Loads (and rollbacks) to try before giving up. */
   readonly maxLoads: number;
+  /** How often an unfinished safety backup is looked at when its outcome did not come. */
+  readonly safetyRecheckMs: number;
 };
 
 /** The condition that says how a Restore goes and how it ended (also the runtime's failureCondition). */

@@ -134,7 +134,14 @@ describe('restore', () => {
     workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'backup', { TIDEWAY_REPLICA: '0' }));
-    workers.push(await startRestoreFunction(b, ns, id, { TIDEWAY_REPLICA: '0' }));
+    // A fallback look at an unfinished safety backup only after 10 minutes: every restore here
+    // moves on from SafetyBackup by the Backup's outcome alone (functions/restore/waiting.ts).
+    workers.push(
+      await startRestoreFunction(b, ns, id, {
+        TIDEWAY_REPLICA: '0',
+        TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '600000',
+      }),
+    );
     await secret('s3-creds', {
       AWS_ACCESS_KEY_ID: s3.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
@@ -275,6 +282,34 @@ describe('restore', () => {
       name: 'r2',
     });
     expect(ce.data).toMatchObject({ reason: 'ChecksumMismatch', at: 'Verifying', data: 'untouched' });
+  });
+
+  it('a safety backup that fails ends the restore at once, before any data is touched', async () => {
+    // The cluster's store names a credentials Secret that does not exist: its safety backup fails.
+    const spec = { version: '7.0', replicas: 3 };
+    await rdc.apply('cache', {
+      ...spec,
+      backup: {
+        store: storeSpec({ s3: { ...storeSpec().s3, credentialsSecret: { name: 'no-such-creds' } } }),
+      },
+    });
+    try {
+      const master = await data.master();
+      const before = await data.contentOfPod(master);
+      const replid = (await data.replicationOf(master)).master_replid;
+      await rs.create('r-unsafe', { cluster: { name: 'cache' }, source: { backup: { name: 'b1' } } });
+      // The restore function looks again only after 10 minutes: the Backup's outcome ends it.
+      const r = await rs.ended('r-unsafe', 'Failed', 60_000);
+      expect(r.status?.error?.reason).toBe('SafetyBackupFailed');
+      expect(r.status?.error?.message).toMatch(/CredentialsSecretNotFound.*nothing was restored/);
+      expect(conditionOf(r, 'Completed')?.message).toMatch(/^failed at SafetyBackup/);
+      expect(conditionOf(r, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+      expect((await bk.get('r-unsafe-safety')).status?.phase).toBe('Failed');
+      expectSameContent(await data.contentOfPod(master), before);
+      expect((await data.replicationOf(master)).master_replid).toBe(replid);
+    } finally {
+      await rdc.apply('cache', { ...spec, backup: { store: storeSpec() } });
+    }
   });
 
   it('verifyFirst: false reads the object once, checked while it streams: a changed one never reaches the master whole, a good one loads', async () => {
