@@ -99,6 +99,35 @@ describe('openStored', () => {
     expect(sent).toBeLessThan(2000);
   });
 
+  it('fails as soon as the object runs past its recorded size, without downloading the rest', async () => {
+    const compressed = gzipSync(rdb);
+    let sent = 0;
+    const store = {
+      url: (key: string) => `s3://bench/${key}`,
+      download: async () =>
+        Readable.from(
+          (async function* () {
+            yield compressed;
+            for (; sent < 2000; sent++) yield Buffer.alloc(16384);
+          })(),
+        ),
+    } as unknown as ObjectStore;
+    const opened = await openStored({
+      store,
+      key: 'k',
+      compression: 'gzip',
+      sha256: sha(compressed),
+      size: compressed.length,
+    });
+    await expect(read(opened)).rejects.toMatchObject({
+      name: 'IntegrityError',
+      reason: 'SizeMismatch',
+      message: `s3://bench/k holds more than ${compressed.length} bytes, not the ${compressed.length} stored`,
+    });
+    // The stream's buffers hold a few chunks ahead, not the 2,000 that were on offer.
+    expect(sent).toBeLessThan(50);
+  });
+
   it('ends only after the checksum matched, even when the decompressor ends before its input', async () => {
     // gzip takes zero bytes after its member as padding and ends its output there: a changed
     // object, the same RDB with zeros after it, must still fail — before its end is seen.

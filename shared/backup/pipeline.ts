@@ -131,21 +131,19 @@ export const openStored = async (o: {
   const body = await o.store.download(o.key, o.signal);
   const hash = createHash('sha256');
   let size = 0;
+  const sizeMismatch = (what: string) =>
+    new IntegrityError('SizeMismatch', `${o.store.url(o.key)} holds ${what} bytes, not the ${o.size} stored`);
   const verify = new Transform({
     transform(chunk: Buffer, _e, callback) {
       size += chunk.length;
+      // A grown object fails here, not after the whole of it was downloaded (gigabytes, maybe).
+      if (o.size !== undefined && size > o.size) return callback(sizeMismatch(`more than ${o.size}`));
       hash.update(chunk);
       callback(null, chunk);
     },
     flush(callback) {
       const sha = hash.digest('hex');
-      if (o.size !== undefined && size !== o.size)
-        return callback(
-          new IntegrityError(
-            'SizeMismatch',
-            `${o.store.url(o.key)} holds ${size} bytes, not the ${o.size} stored`,
-          ),
-        );
+      if (o.size !== undefined && size !== o.size) return callback(sizeMismatch(String(size)));
       if (sha !== o.sha256)
         return callback(
           new IntegrityError(
