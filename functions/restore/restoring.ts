@@ -16,7 +16,7 @@ import { type Load, type LoadKind, loadFailure, type SourceRef } from './state.t
 import { holdLast } from './stream.ts';
 import { beforeLoad, command, inspectOrUndefined, probeCluster, servingMaster } from './target.ts';
 import { judgeLoad, needsPromotion, nextStep } from './verdict.ts';
-import { readSource } from './verify.ts';
+import { readSource, transferFailure } from './verify.ts';
 
 /** A load of any size streams for long; the function's own timeout (serverless.yml) is the bound. */
 const LOAD_TIMEOUT_MS = 55 * 60_000;
@@ -160,7 +160,10 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
     return { load: run.loaded.state.load ?? load };
   } catch (error) {
     if (error instanceof LockLostError || run.ctx.signal.aborted) throw error;
-    return { load: run.loaded.state.load ?? load, error: failureOf(error) };
+    return {
+      load: run.loaded.state.load ?? load,
+      error: failureOf(await transferFailure(resolved, error, run.ctx.signal)),
+    };
   } finally {
     await progress.flush();
   }

@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import type { Compression } from '../../shared/backup/compression.ts';
 import type { ObjectStore } from '../../shared/backup/object-store.ts';
 import { storeSnapshot } from '../../shared/backup/pipeline.ts';
+import { FeedError } from '../../shared/restore/feed.ts';
 import type { Resolved } from './source.ts';
-import { verifySource } from './verify.ts';
+import { transferFailure, verifySource } from './verify.ts';
 
 /** An object store in memory: the data path's rules, without a server. */
 const memoryStore = (): ObjectStore & { objects: Map<string, Buffer> } => {
@@ -128,5 +129,34 @@ describe('verifying a stored RDB before anything is touched', () => {
       },
     };
     await expect(verifySource(bad, {})).rejects.toMatchObject({ reason: 'CorruptObject', retry: false });
+  });
+});
+
+describe('a target that dropped the transfer', () => {
+  const dropped = new FeedError('TargetLost', 'the target dropped the transfer', true);
+
+  it('is a changed object when the stored bytes no longer match: whichever showed first, the same end', async () => {
+    const { store, resolved } = await stored(rdb, { compression: 'zstd' });
+    const bytes = Buffer.from(store.objects.get('k') ?? []);
+    bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] ?? 0) ^ 0x01;
+    store.objects.set('k', bytes);
+    expect(await transferFailure(resolved, dropped)).toMatchObject({
+      reason: 'ChecksumMismatch',
+      retry: false,
+      message: expect.stringMatching(
+        /the object changed after it was stored \(the target dropped the transfer\)$/,
+      ),
+    });
+  });
+
+  it('is a lost target when the object is the one stored, or the store does not answer; other errors stay', async () => {
+    const { store, resolved } = await stored(rdb, { compression: 'zstd' });
+    expect(await transferFailure(resolved, dropped)).toBe(dropped);
+    const other = new FeedError('TargetTooOld', 'old', false);
+    expect(await transferFailure(resolved, other)).toBe(other);
+    store.download = async () => {
+      throw new Error('connect ECONNREFUSED');
+    };
+    expect(await transferFailure(resolved, dropped)).toBe(dropped);
   });
 });

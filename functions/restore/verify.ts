@@ -17,6 +17,33 @@ export const openSource = ({ source, store }: Resolved, signal?: AbortSignal) =>
     ...(signal ? { signal } : {}),
   });
 
+/** ChecksumMismatch when the stored bytes, hashed as they are, are not the ones recorded; `why` says what showed it. */
+const changedObject = async (
+  { source, store }: Resolved,
+  why: string,
+  signal?: AbortSignal,
+): Promise<IntegrityError | undefined> => {
+  const raw = await hashStored(store.store, source.key, signal);
+  if (raw.sha256 === source.sha256 && raw.size === source.size) return undefined;
+  return new IntegrityError(
+    'ChecksumMismatch',
+    `${store.store.url(source.key)} has SHA-256 ${raw.sha256} (${raw.size} bytes), not ${source.sha256} (${source.size} bytes): the object changed after it was stored (${why})`,
+  );
+};
+
+/**
+ * A target that dropped the transfer may have refused what it was sent — a master parsing from
+ * the socket drops a stream whose RDB ends before the EOF mark — and which of the two shows
+ * first, the drop or the checksum at the object's end, is a race. So before the load is called
+ * lost (and tried again), the stored object is hashed: a changed one fails as such, for good. A
+ * store that does not answer leaves the error as it was.
+ */
+export const transferFailure = async (resolved: Resolved, error: unknown, signal?: AbortSignal) => {
+  if ((error as { reason?: unknown } | undefined)?.reason !== 'TargetLost') return error;
+  const changed = await changedObject(resolved, (error as Error).message, signal).catch(() => undefined);
+  return changed ?? error;
+};
+
 /**
  * What a failed read of the stored object means, as the error to end with. A chunk that does not
  * decrypt or decompress is told apart by hashing the raw bytes: the object changed after it was
@@ -36,12 +63,8 @@ export const readFailure = async (
     return new RestoreError('SourceFailed', `reading ${url}: ${(error as Error).message}`, true, {
       cause: error,
     });
-  const raw = await hashStored(store.store, source.key, signal);
-  if (raw.sha256 !== source.sha256 || raw.size !== source.size)
-    return new IntegrityError(
-      'ChecksumMismatch',
-      `${url} has SHA-256 ${raw.sha256} (${raw.size} bytes), not ${source.sha256} (${source.size} bytes): the object changed after it was stored (${(error as Error).message})`,
-    );
+  const changed = await changedObject(resolved, (error as Error).message, signal);
+  if (changed) return changed;
   if (error instanceof IntegrityError) return error;
   return new RestoreError(
     'CorruptObject',
