@@ -31,7 +31,7 @@ export const inUseRecheckMs = (env: Record<string, string | undefined>, attempt:
   return attempt <= 20 ? every : every * 10;
 };
 
-const listRestores = async (ctx: HandlerContext, namespace: string): Promise<Restore[]> => {
+export const listRestores = async (ctx: HandlerContext, namespace: string): Promise<Restore[]> => {
   const list = (await ctx.kube
     .makeApiClient(CustomObjectsApi)
     .listNamespacedCustomObject({ ...TIDEWAY_KINDS.Restore, namespace })) as { items?: unknown[] };
@@ -66,8 +66,9 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
         reason: 'InUse',
         note: `kept until ${names} finish${users.length > 1 ? '' : 'es'}: ${users.length > 1 ? 'they load' : 'it loads'} from this backup or may roll back to it`,
       });
-    // Never for ever: a restore the runtime gave up on never reaches a finished phase, and no
-    // event comes when one does. Within the runtime's retries (hours), then the deletion goes on.
+    // A Restore's outcome releases it at once (./released.ts); these looks are for an outcome
+    // that never came. Never for ever: a restore the runtime gave up on never reaches a finished
+    // phase. Within the runtime's retries (hours), then the deletion goes on.
     if (ctx.attempt < ctx.maxAttempts - 1)
       return retryAfter(inUseRecheckMs(ctx.env, ctx.attempt), `InUse: ${names}`);
     await recordEvents(ctx, loaded, undefined, {

@@ -22,8 +22,10 @@ import {
   retryAfter,
   TemporaryError,
 } from '../../shared/runtime/handler.ts';
+import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failureOf } from './failure.ts';
 import { finalizeBackup } from './finalize.ts';
+import { releaseAfterRestore } from './released.ts';
 import {
   announce,
   CONDITION,
@@ -142,6 +144,14 @@ const clusterBusy = async (loaded: LoadedBackup, ctx: HandlerContext, error: Clu
   return retryAfter(2000, 'ClusterBusy');
 };
 
+/** A Restore's outcome: the deleted Backups it kept go now (./released.ts). */
+const afterRestore = (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> =>
+  onBehalf(ctx, 'deleted Backups not looked at after a Restore finished', async () => {
+    const released = await releaseAfterRestore(event, ctx);
+    if (released.length > 0) ctx.log.info('deleted Backups that a finished Restore kept', { released });
+    return done;
+  });
+
 /**
  * backup: takes a snapshot of a RedisCluster (an RDB over the replication protocol, from an
  * in-sync replica unless `source: master`) or of an EtcdCluster (etcd's own snapshot, from a
@@ -151,6 +161,7 @@ const clusterBusy = async (loaded: LoadedBackup, ctx: HandlerContext, error: Clu
  * up to TIDEWAY_BACKUP_ATTEMPTS attempts, each aborting its upload.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  if ((event as unknown as { kind?: unknown }).kind === 'Restore') return afterRestore(event, ctx);
   const loaded = await loadBackup(event, ctx);
   if (isBackupOutcome(loaded)) return loaded;
   const { backup, key, writeStatus } = loaded;

@@ -1,4 +1,5 @@
 import { CloudEvent } from 'cloudevents';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import type { BackupStatus, LoadedBackup } from '../../shared/backup/kube.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -73,7 +74,9 @@ export const publishOutcome = (
       kind: 'Backup',
       namespace: loaded.key.namespace,
       name: loaded.key.name,
+      // As the watcher's events of a Backup carry them: a handler's lockKey reads both.
       cluster: loaded.backup.spec.cluster.name,
+      clusterkind: clusterRefOf(loaded.backup.spec).kind,
       data: {
         namespace: loaded.key.namespace,
         backup: loaded.key.name,

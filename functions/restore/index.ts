@@ -1,13 +1,14 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
-import { done, type HandlerContext, LockLostError, type Outcome } from '../../shared/runtime/handler.ts';
+import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
+import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failRestore } from './finish.ts';
 import { restoreGone } from './gone.ts';
 import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
 import { safetyBackup, start, verifying } from './phases.ts';
 import { restoring } from './restoring.ts';
 import { FINISHED, type Run } from './run.ts';
-import { waitingRestore } from './waiting.ts';
+import { type Waiting, waitingRestore, waitsFor } from './waiting.ts';
 
 export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
@@ -36,33 +37,26 @@ const zEnv = z.object({
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
   if ((event as unknown as { kind?: unknown }).kind !== 'Backup') return handleRestore(event, ctx);
-  // A safety backup's outcome: the Restore that made it goes on now. What the run leaves for later
-  // comes back as any run's would, short of the attempts' end; a failure is never reported (the
-  // runtime would write it on the Backup): the Restore's own deliveries go on regardless.
-  try {
+  // A safety backup's outcome: the Restore that waits for it goes on now.
+  return onBehalf(ctx, 'a Restore did not go on at its safety backup’s outcome', async () => {
     const waiting = await waitingRestore(event, ctx);
-    const outcome = waiting ? await handleRestore(waiting.event, ctx, waiting.uid) : done;
-    return outcome.kind === 'retry' && ctx.attempt < ctx.maxAttempts - 1 ? outcome : done;
-  } catch (error) {
-    if (error instanceof LockLostError || ctx.signal.aborted || ctx.attempt < 3) throw error;
-    ctx.log.warn('a Restore did not go on at its safety backup’s outcome', { error });
-    return done;
-  }
+    return waiting ? handleRestore(waiting.event, ctx, waiting) : done;
+  });
 };
 
-/** A run of the Restore the event names; `madeSafety`: only the Restore of that uid. */
+/** A run of the Restore the event names; `waiting`: only if it waits for that safety backup. */
 const handleRestore = async (
   event: CloudEvent<unknown>,
   ctx: HandlerContext,
-  madeSafety?: string,
+  waiting?: Waiting,
 ): Promise<Outcome> => {
   const loaded = await loadRestore(event, ctx);
-  if (loaded === undefined) return madeSafety ? done : restoreGone(event, ctx);
+  if (loaded === undefined) return waiting ? done : restoreGone(event, ctx);
   if (isRestoreOutcome(loaded)) return loaded;
   const { restore, key } = loaded;
   const phase = restore.status?.phase ?? 'Pending';
   if (FINISHED.has(phase)) return done;
-  if (madeSafety && restore.metadata.uid !== madeSafety) return done;
+  if (waiting && !waitsFor(waiting, restore)) return done;
   const env = zEnv.parse(ctx.env);
   const rc = await readCluster(ctx.kube, key.namespace, restore.spec.cluster.name);
   const run: Run = {

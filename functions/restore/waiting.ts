@@ -1,4 +1,7 @@
 import type { CloudEvent } from 'cloudevents';
+import type { Restore } from '../../shared/api/generated.ts';
+import { clusterLockKey } from '../../shared/events/cluster-lock-key.ts';
+import { extension } from '../../shared/events/extension.ts';
 import { EventType } from '../../shared/events/types.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { readBackup } from './kube.ts';
@@ -6,31 +9,36 @@ import { MADE_BY } from './safety.ts';
 
 const OUTCOMES = new Set<string>([EventType.backupCompleted, EventType.backupFailed]);
 
-const ext = (event: CloudEvent<unknown>, name: string) => {
-  const v = (event as unknown as Record<string, unknown>)[name];
-  return typeof v === 'string' && v !== '' ? v : undefined;
+/** A Backup's outcome as the event of the Restore its annotations name. */
+export type Waiting = {
+  event: CloudEvent<unknown>;
+  /** The Restore's uid, the Backup's name, and the lock this run holds (the outcome's). */
+  uid: string;
+  backup: string;
+  lock: string;
 };
-
-/** The Restore a safety backup's outcome is for: its name and uid, from the Backup's annotations. */
-export type Waiting = { event: CloudEvent<unknown>; uid: string };
 
 /**
  * A Backup's outcome (`dev.tideway.backup.completed|failed`, published by the backup function)
- * as the event of the Restore that made it as its safety backup, which waits for nothing else;
- * undefined for every other Backup. The Backup is read for its maker: outcomes do not name it.
+ * as the event of the Restore its annotations name as its maker; undefined for other Backups.
+ * The Backup is read for them: outcomes do not carry them. Annotations anyone may copy: the
+ * Restore runs only if `waitsFor` agrees.
  */
 export const waitingRestore = async (
   event: CloudEvent<unknown>,
   ctx: HandlerContext,
 ): Promise<Waiting | undefined> => {
-  const [namespace, name] = [ext(event, 'namespace'), ext(event, 'name')];
-  if (ext(event, 'kind') !== 'Backup' || !OUTCOMES.has(event.type) || !namespace || !name) return undefined;
+  const [namespace, name] = [extension(event, 'namespace'), extension(event, 'name')];
+  if (extension(event, 'kind') !== 'Backup' || !OUTCOMES.has(event.type) || !namespace || !name)
+    return undefined;
   const b = await readBackup(ctx.kube, namespace, name);
   const restore = b?.metadata.annotations?.[MADE_BY.restore];
   const uid = b?.metadata.annotations?.[MADE_BY.uid];
   if (!restore || !uid) return undefined;
   return {
     uid,
+    backup: name,
+    lock: clusterLockKey(event),
     event: event.cloneWith({
       kind: 'Restore',
       name: restore,
@@ -38,3 +46,19 @@ export const waitingRestore = async (
     }),
   };
 };
+
+/**
+ * Whether the Restore waits for that very Backup — its recorded safety backup, made by it (uid) —
+ * and the run holds the lock the Restore's own runs take (its cluster's): a Backup of another
+ * cluster, or one that only claims to be its safety backup, never runs it beside them.
+ */
+export const waitsFor = (w: Pick<Waiting, 'uid' | 'backup' | 'lock'>, restore: Restore) =>
+  restore.metadata.uid === w.uid &&
+  restore.status?.safetyBackup === w.backup &&
+  w.lock ===
+    clusterLockKey({
+      kind: 'Restore',
+      namespace: restore.metadata.namespace,
+      name: restore.metadata.name,
+      cluster: restore.spec.cluster.name,
+    } as unknown as CloudEvent<unknown>);

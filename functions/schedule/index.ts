@@ -1,7 +1,9 @@
 import type { CloudEvent } from 'cloudevents';
+import { extension } from '../../shared/events/extension.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { handlerRecorder } from '../../shared/kube/events.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { readClock } from './clock.ts';
 import { isLoaded, loadSchedule, readBackup } from './kube.ts';
 import { madeBySchedule } from './names.ts';
@@ -10,11 +12,6 @@ import { parseTick, runOnce } from './tick.ts';
 
 type Target = { key: { namespace: string; name: string }; uid: string | undefined };
 
-const ext = (event: CloudEvent<unknown>, name: string) => {
-  const v = (event as unknown as Record<string, unknown>)[name];
-  return typeof v === 'string' && v !== '' ? v : undefined;
-};
-
 /**
  * While a run's Backup is unfinished, its tick comes back this often to see it finish (then
  * status and retention follow at once): 1 s, doubling to 30 s. Only the latest run's tick does.
@@ -22,9 +19,13 @@ const ext = (event: CloudEvent<unknown>, name: string) => {
 export const pollDelayMs = (attempt: number) => Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1));
 
 const scheduleOf = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Target | undefined> => {
-  const [kind, namespace, name] = [ext(event, 'kind'), ext(event, 'namespace'), ext(event, 'name')];
+  const [kind, namespace, name] = [
+    extension(event, 'kind'),
+    extension(event, 'namespace'),
+    extension(event, 'name'),
+  ];
   if (!namespace || !name) return undefined;
-  if (kind === 'BackupSchedule') return { key: { namespace, name }, uid: ext(event, 'uid') };
+  if (kind === 'BackupSchedule') return { key: { namespace, name }, uid: extension(event, 'uid') };
   if (kind !== 'Backup') return undefined;
   // A deleted Backup is known from the event (the watcher sends its last state), not the API.
   const last = (event.data as { object?: unknown } | undefined)?.object;
@@ -80,19 +81,14 @@ const handleSchedule = async (target: Target, event: CloudEvent<unknown>, ctx: H
  * the event names the schedule (and the run), everything else is read afresh.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
-  if (ext(event, 'kind') !== 'Backup') {
+  if (extension(event, 'kind') !== 'Backup') {
     const target = await scheduleOf(event, ctx);
     return target ? handleSchedule(target, event, ctx) : done;
   }
   // A Backup's change only hurries its schedule along (ticks and polls get there too), and the
   // Backup is the backup function's to report on: a failure here never becomes its condition.
-  try {
+  return onBehalf(ctx, 'schedule not updated after a change of its Backup', async () => {
     const target = await scheduleOf(event, ctx);
-    const outcome = target ? await handleSchedule(target, event, ctx) : done;
-    return outcome.kind === 'terminal' ? done : outcome;
-  } catch (error) {
-    if (ctx.attempt < 3) throw error;
-    ctx.log.warn('schedule not updated after a change of its Backup', { error });
-    return done;
-  }
+    return target ? handleSchedule(target, event, ctx) : done;
+  });
 };

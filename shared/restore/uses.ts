@@ -26,6 +26,19 @@ const resolvedSource = (r: Restore): SourceRef | undefined => {
   }
 };
 
+/** The Backups a Restore loads from or may roll back to: by name, the resolved one with its uid. */
+export const backupsUsedBy = (r: Restore): { name: string; uid?: string }[] => {
+  const resolved = resolvedSource(r);
+  return [
+    ...(r.spec.source.backup?.name ? [{ name: r.spec.source.backup.name }] : []),
+    ...(r.status?.safetyBackup ? [{ name: r.status.safetyBackup }] : []),
+    ...(resolved?.kind === 'backup' ? [{ name: resolved.name, uid: resolved.uid }] : []),
+  ];
+};
+
+/** Whether a Restore has finished, one way or another. */
+export const isFinished = (r: Restore) => FINISHED.has(r.status?.phase ?? '');
+
 /**
  * The unfinished Restores that still need `backup`'s stored object: to load it (named, or
  * resolved from `latest`), or to roll back to it (their safety backup). Deleting it under them
@@ -34,14 +47,7 @@ const resolvedSource = (r: Restore): SourceRef | undefined => {
 export const restoresUsing = (restores: readonly Restore[], backup: Pick<Backup, 'metadata'>): string[] => {
   const { name, uid } = backup.metadata;
   return restores
-    .filter((r) => !FINISHED.has(r.status?.phase ?? ''))
-    .filter((r) => {
-      const resolved = resolvedSource(r);
-      return (
-        r.spec.source.backup?.name === name ||
-        r.status?.safetyBackup === name ||
-        (resolved?.kind === 'backup' && resolved.name === name && (!uid || resolved.uid === uid))
-      );
-    })
+    .filter((r) => !isFinished(r))
+    .filter((r) => backupsUsedBy(r).some((u) => u.name === name && (!u.uid || !uid || u.uid === uid)))
     .map((r) => r.metadata.name);
 };

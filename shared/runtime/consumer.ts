@@ -9,6 +9,7 @@ import {
 } from '@nats-io/jetstream';
 import type { CloudEvent } from 'cloudevents';
 import type { Bus } from '../bus/connect.ts';
+import { extension } from '../events/extension.ts';
 import { fromMessage } from '../events/nats-binding.ts';
 import { encodeToken, filterSubject, objectKeyOf, PARTITIONS, STREAM } from '../events/subjects.ts';
 import { boundedKubeConfig } from '../kube/timeouts.ts';
@@ -53,10 +54,7 @@ export type RunningConsumer = { stop(drainMs?: number): Promise<void> };
 const NS = 1_000_000;
 /** How long asking for a lock that another process keeps idle may take (a round trip or two). */
 const KEPT_LOCK_HANDOVER_MS = 1000;
-const ext = (event: CloudEvent<unknown>, name: string) => {
-  const v = (event as unknown as Record<string, unknown>)[name];
-  return typeof v === 'string' ? v : '';
-};
+const ext = (event: CloudEvent<unknown>, name: string) => extension(event, name) ?? '';
 const ownKeyOf = (event: CloudEvent<unknown>) =>
   objectKeyOf({ kind: ext(event, 'kind'), namespace: ext(event, 'namespace'), name: ext(event, 'name') });
 

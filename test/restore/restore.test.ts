@@ -133,7 +133,13 @@ describe('restore', () => {
     workers.push(await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id }));
     workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
-    workers.push(await startFunction(b, ns, id, 'backup', { TIDEWAY_REPLICA: '0' }));
+    // Likewise a deleted Backup that a restore used goes by the Restore's outcome alone.
+    workers.push(
+      await startFunction(b, ns, id, 'backup', {
+        TIDEWAY_REPLICA: '0',
+        TIDEWAY_BACKUP_IN_USE_RECHECK_MS: '600000',
+      }),
+    );
     // A fallback look at an unfinished safety backup only after 10 minutes: every restore here
     // moves on from SafetyBackup by the Backup's outcome alone (functions/restore/waiting.ts).
     workers.push(
@@ -310,6 +316,18 @@ describe('restore', () => {
     } finally {
       await rdc.apply('cache', { ...spec, backup: { store: storeSpec() } });
     }
+  });
+
+  it('a Backup deleted while a restore loads from it is kept until the restore ends, then goes at once', async () => {
+    const doomed = await backupNow('b-doomed');
+    const objectKey = keyOf(doomed.status?.location ?? '', s3.bucket);
+    await rs.create('r-doomed', { cluster: { name: 'cache' }, source: { backup: { name: 'b-doomed' } } });
+    await bk.delete('b-doomed');
+    await expect.poll(() => eventReasons(b, ns, 'b-doomed'), EVENTS_RECORDED).toContain('InUse');
+    await rs.ended('r-doomed', 'Completed');
+    // The backup function would look again only after 10 minutes: the Restore's outcome lets go.
+    await bk.gone('b-doomed', 60_000);
+    expect(await store.head(objectKey)).toBeUndefined();
   });
 
   it('verifyFirst: false reads the object once, checked while it streams: a changed one never reaches the master whole, a good one loads', async () => {

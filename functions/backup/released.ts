@@ -1,0 +1,44 @@
+import type { CloudEvent } from 'cloudevents';
+import { hasBackupFinalizer, isBackupOutcome, loadBackup } from '../../shared/backup/kube.ts';
+import { extension } from '../../shared/events/extension.ts';
+import { objectKeyOf } from '../../shared/events/subjects.ts';
+import { EventType } from '../../shared/events/types.ts';
+import { backupsUsedBy, isFinished, restoresUsing } from '../../shared/restore/uses.ts';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { finalizeBackup, listRestores } from './finalize.ts';
+
+const OUTCOMES = new Set<string>([EventType.restoreCompleted, EventType.restoreFailed]);
+
+/**
+ * A Restore finished (`dev.tideway.restore.completed|failed`): the deleted Backups it kept —
+ * the one it loaded, its safety backup — are finalized now if no unfinished Restore uses them
+ * any more, not at their next look (finalize.ts, TIDEWAY_BACKUP_IN_USE_RECHECK_MS). Each under
+ * its own lock, as its own runs are; one whose lock is taken is left to the run that holds it.
+ * Returns the Backups it finalized.
+ */
+export const releaseAfterRestore = async (
+  event: CloudEvent<unknown>,
+  ctx: HandlerContext,
+): Promise<string[]> => {
+  const [namespace, name] = [extension(event, 'namespace'), extension(event, 'name')];
+  if (!OUTCOMES.has(event.type) || extension(event, 'kind') !== 'Restore' || !namespace || !name) return [];
+  const restores = await listRestores(ctx, namespace);
+  const finished = restores.find((r) => r.metadata.name === name && isFinished(r));
+  // Deleted since (its Backups wait for their next look), or not finished: nothing let go.
+  if (!finished) return [];
+  const released: string[] = [];
+  for (const backup of new Set(backupsUsedBy(finished).map((u) => u.name))) {
+    const key = objectKeyOf({ kind: 'Backup', namespace, name: backup });
+    const ran = await ctx.withLock(key, { waitMs: 0 }, async () => {
+      const loaded = await loadBackup(event.cloneWith({ kind: 'Backup', name: backup }), ctx);
+      if (isBackupOutcome(loaded)) return false;
+      const b = loaded.backup;
+      const waits = b.metadata.deletionTimestamp && hasBackupFinalizer(b) && b.status?.phase === 'Completed';
+      if (!waits || restoresUsing(restores, b).length > 0) return false;
+      await finalizeBackup(loaded, ctx);
+      return true;
+    });
+    if (ran?.value) released.push(backup);
+  }
+  return released;
+};
