@@ -13,8 +13,8 @@ const OUTCOMES = new Set<string>([EventType.restoreCompleted, EventType.restoreF
  * A Restore finished (`dev.tideway.restore.completed|failed`): the deleted Backups it kept —
  * the one it loaded, its safety backup — are finalized now if no unfinished Restore uses them
  * any more, not at their next look (finalize.ts, TIDEWAY_BACKUP_IN_USE_RECHECK_MS). Each under
- * its own lock, as its own runs are; one whose lock is taken is left to the run that holds it.
- * Returns the Backups it finalized.
+ * its own lock, as its own runs are; one whose lock is held (its own look, a schedule's run) is
+ * left to its next look. Returns the Backups it finalized.
  */
 export const releaseAfterRestore = async (
   event: CloudEvent<unknown>,
@@ -35,8 +35,8 @@ export const releaseAfterRestore = async (
       const b = loaded.backup;
       const waits = b.metadata.deletionTimestamp && hasBackupFinalizer(b) && b.status?.phase === 'Completed';
       if (!waits || restoresUsing(restores, b).length > 0) return false;
-      await finalizeBackup(loaded, ctx);
-      return true;
+      // Not done (a Restore made meanwhile uses it, the store did not answer): its own looks go on.
+      return (await finalizeBackup(loaded, ctx)).kind === 'done';
     });
     if (ran?.value) released.push(backup);
   }

@@ -77,6 +77,13 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
     );
   checkRedisBackup(clusterRefOf(backup.spec), `Backup ${backup.metadata.name}`);
   checkCompleted(backup);
+  // Kept only for the restores that used it when it was deleted; its object goes after them.
+  if (backup.metadata.deletionTimestamp)
+    throw new RestoreError(
+      'BackupDeleting',
+      `Backup ${backup.metadata.name} is being deleted (its object goes once the restores that use it finish): restore another Backup`,
+      false,
+    );
   return { kind: 'backup', name: backup.metadata.name, uid: backup.metadata.uid ?? '' };
 };
 

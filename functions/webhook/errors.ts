@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   // 409: the request is fine, the state is not
   RestoreInProgress: 409,
   BackupNotCompleted: 409,
+  BackupDeleting: 409,
   WrongClusterKind: 409,
   ClusterDeleting: 409,
   NoBackupStore: 409,

@@ -143,6 +143,8 @@ export const submit = async (
           'BackupNotCompleted',
           `Backup ${b} is ${phase ?? 'not started'}; only a Completed Backup can be restored`,
         );
+      if (parsed?.metadata.deletionTimestamp)
+        throw new WebhookError('BackupDeleting', `Backup ${b} is being deleted; restore another Backup`);
       return;
     }
     // The restore function's rule for latest, the same code: safety backups of restores do not count.

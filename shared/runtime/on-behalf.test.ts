@@ -2,11 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { done, LockLostError, retryAfter, TemporaryError, terminal } from './handler.ts';
 import { onBehalf } from './on-behalf.ts';
 
-const ctx = (attempt: number, aborted = false) => {
-  const controller = new AbortController();
-  if (aborted) controller.abort();
-  return { attempt, maxAttempts: 10, signal: controller.signal, log: { warn: vi.fn() } as never };
-};
+const ctx = (attempt: number) => ({ attempt, maxAttempts: 10, log: { warn: vi.fn() } as never });
 const failing = (error: unknown) => () => Promise.reject(error);
 const notRetryable = Object.assign(new Error('state unreadable'), {
   retry: false,
@@ -25,10 +21,14 @@ describe('onBehalf', () => {
     expect(await onBehalf(ctx(3), 'x', failing(new Error('socket hang up')))).toBe(done);
   });
 
-  it('retries a lost lock or a stop whatever the attempt, short of the runtime’s limit', async () => {
+  it('retries a lost lock whatever the attempt, short of the runtime’s limit; a timeout counts as a failure', async () => {
     expect((await onBehalf(ctx(5), 'x', failing(new LockLostError('lost')))).kind).toBe('retry');
-    expect((await onBehalf(ctx(5, true), 'x', failing(new Error('aborted')))).kind).toBe('retry');
     expect(await onBehalf(ctx(9), 'x', failing(new LockLostError('lost')))).toBe(done);
+    // The run's signal aborted (its timeout): three attempts, as for any failure, not hours of them.
+    expect((await onBehalf(ctx(2), 'x', failing(new Error('This operation was aborted')))).kind).toBe(
+      'retry',
+    );
+    expect(await onBehalf(ctx(3), 'x', failing(new Error('This operation was aborted')))).toBe(done);
   });
 
   it('keeps the retries the run asks for until the last attempt but one', async () => {

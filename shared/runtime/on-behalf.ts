@@ -12,7 +12,7 @@ export const ON_BEHALF_ATTEMPTS = 3;
  * stops short of the runtime's limit (whose end is reported too).
  */
 export const onBehalf = async (
-  ctx: Pick<HandlerContext, 'attempt' | 'maxAttempts' | 'signal' | 'log'>,
+  ctx: Pick<HandlerContext, 'attempt' | 'maxAttempts' | 'log'>,
   what: string,
   run: () => Promise<Outcome>,
 ): Promise<Outcome> => {
@@ -20,9 +20,12 @@ export const onBehalf = async (
   try {
     outcome = await run();
   } catch (error) {
-    const stopped = error instanceof LockLostError || ctx.signal.aborted;
+    // A lost lock is another replica's turn, not a failure; a timeout counts like any failure.
     outcome = toOutcome({ error });
-    if (!stopped && (outcome.kind !== 'retry' || ctx.attempt >= ON_BEHALF_ATTEMPTS)) {
+    if (
+      !(error instanceof LockLostError) &&
+      (outcome.kind !== 'retry' || ctx.attempt >= ON_BEHALF_ATTEMPTS)
+    ) {
       ctx.log.warn(`${what}: left to its own deliveries`, { error, attempt: ctx.attempt });
       return done;
     }

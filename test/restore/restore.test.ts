@@ -9,7 +9,7 @@ import type { Backup } from '../../shared/api/generated.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
-import { bed, createNamespace } from '../support/bed.ts';
+import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
@@ -318,18 +318,6 @@ describe('restore', () => {
     }
   });
 
-  it('a Backup deleted while a restore loads from it is kept until the restore ends, then goes at once', async () => {
-    const doomed = await backupNow('b-doomed');
-    const objectKey = keyOf(doomed.status?.location ?? '', s3.bucket);
-    await rs.create('r-doomed', { cluster: { name: 'cache' }, source: { backup: { name: 'b-doomed' } } });
-    await bk.delete('b-doomed');
-    await expect.poll(() => eventReasons(b, ns, 'b-doomed'), EVENTS_RECORDED).toContain('InUse');
-    await rs.ended('r-doomed', 'Completed');
-    // The backup function would look again only after 10 minutes: the Restore's outcome lets go.
-    await bk.gone('b-doomed', 60_000);
-    expect(await store.head(objectKey)).toBeUndefined();
-  });
-
   it('verifyFirst: false reads the object once, checked while it streams: a changed one never reaches the master whole, a good one loads', async () => {
     // b2 is the object changed in the store in the test before.
     const master = await data.master();
@@ -622,6 +610,30 @@ describe('restore', () => {
     expect(r.status?.load).toMatchObject({ of: 'rollback' });
     await rdc.ready('clone');
     await expectClone(b1Content);
+  });
+
+  it('a Backup deleted while a restore loads from it is kept for that restore, refused to new ones, and goes right after', async () => {
+    const doomed = await backupNow('b-doomed');
+    const objectKey = keyOf(doomed.status?.location ?? '', s3.bucket);
+    await rs.create('r-doomed', { cluster: { name: 'cache' }, source: { backup: { name: 'b-doomed' } } });
+    await until('r-doomed past Pending', async () =>
+      (await rs.get('r-doomed')).status?.source ? true : undefined,
+    );
+    await bk.delete('b-doomed');
+    await expect.poll(() => eventReasons(b, ns, 'b-doomed'), EVENTS_RECORDED).toContain('InUse');
+    // A restore asked for now is refused: its object goes once r-doomed has finished.
+    await rs.create('r-doomed-late', {
+      cluster: { name: 'clone' },
+      source: { backup: { name: 'b-doomed' } },
+      safetyBackup: false,
+    });
+    const late = await rs.ended('r-doomed-late', 'Failed');
+    expect(late.status?.error?.reason).toBe('BackupDeleting');
+    expect(conditionOf(late, 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    await rs.ended('r-doomed', 'Completed');
+    // The backup function would look again only after 10 minutes: the Restore's outcome lets go.
+    await bk.gone('b-doomed', 60_000);
+    expect(await store.head(objectKey)).toBeUndefined();
   });
 
   it('the same through the signed webhook: POST …/restore {"latest":true} → 202 → Completed; the same webhook-id again creates nothing', async () => {

@@ -354,11 +354,28 @@ describe('webhook', () => {
       await refused(() => post(restorePath('nope'), '{"latest":true}'), 404, 'ClusterNotFound');
       await refused(() => post(backupPath('nope'), '{}'), 404, 'ClusterNotFound');
     });
-    it('an unknown backup, or one not Completed', async () => {
+    it('an unknown backup, one not Completed, or one being deleted', async () => {
       await refused(() => post(restorePath('lone'), '{"backup":"nope"}'), 404, 'BackupNotFound');
       await refused(() => post(restorePath('lone'), '{"backup":"half"}'), 409, 'BackupNotCompleted');
       await refused(() => post(restorePath('lone'), '{"backup":"broken"}'), 409, 'BackupNotCompleted');
       await refused(() => post(restorePath('cache'), '{"backup":"etcd-cache"}'), 409, 'WrongClusterKind');
+      // Deleted and held by a finalizer, as the backup function holds one a restore still uses.
+      await f.backup('going', 'cache', 'Completed');
+      const BACKUP = { ...TIDEWAY_KINDS.Backup, namespace: ns, name: 'going' };
+      const hold = 'test.tideway.dev/hold';
+      await b.custom.patchNamespacedCustomObject({
+        ...BACKUP,
+        body: [{ op: 'add', path: '/metadata/finalizers', value: [hold] }],
+      });
+      await b.custom.deleteNamespacedCustomObject(BACKUP);
+      try {
+        await refused(() => post(restorePath('cache'), '{"backup":"going"}'), 409, 'BackupDeleting');
+      } finally {
+        await b.custom.patchNamespacedCustomObject({
+          ...BACKUP,
+          body: [{ op: 'remove', path: '/metadata/finalizers' }],
+        });
+      }
     });
     it('an oversized body', async () => {
       const big = `{"backup":"${'a'.repeat(20_000)}"}`;
