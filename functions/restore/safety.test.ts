@@ -43,4 +43,23 @@ describe('safety backup', () => {
     expect(madeBy(b, restore('r1', 'u-1'))).toBe(true);
     expect(madeBy(b, restore('r1', 'u-2'))).toBe(false);
   });
+
+  it('is never a Backup of another cluster that copied the annotations: a rollback to it would load that data', () => {
+    const b = safetyBackupOf(restore('r1', 'u-1'), store) as unknown as Backup;
+    expect(madeBy({ ...b, spec: { ...b.spec, cluster: { name: 'other' } } }, restore('r1', 'u-1'))).toBe(
+      false,
+    );
+    expect(
+      madeBy(
+        { ...b, spec: { ...b.spec, cluster: { name: 'cache', kind: 'EtcdCluster' } } },
+        restore('r1', 'u-1'),
+      ),
+    ).toBe(false);
+    expect(
+      madeBy(
+        { ...b, spec: { ...b.spec, cluster: { name: 'cache', kind: 'RedisCluster' } } },
+        restore('r1', 'u-1'),
+      ),
+    ).toBe(true);
+  });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
+import { isBackupOf } from '../../shared/backup/cluster-ref.ts';
 import { SAFETY_LABEL } from '../../shared/backup/latest.ts';
 import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
 
@@ -35,6 +36,12 @@ export const safetyBackupOf = (restore: Restore, store: BackupStoreSpec) => ({
   spec: { cluster: { name: restore.spec.cluster.name }, store },
 });
 
-/** The Backup of that name was made by this Restore (and not by an earlier one of the same name). */
-export const madeBy = (b: Pick<Backup, 'metadata'>, restore: Pick<Restore, 'metadata'>) =>
-  b.metadata.annotations?.[MADE_BY.uid] === restore.metadata.uid;
+/**
+ * The Backup of that name was made by this Restore (and not by an earlier one of the same name):
+ * its uid annotation, which anyone who may create Backups can copy, and a Backup of this very
+ * cluster, which no copy can fake — the backup function takes it from the cluster its spec names,
+ * so a rollback to it can only bring back this cluster's own data.
+ */
+export const madeBy = (b: Pick<Backup, 'metadata' | 'spec'>, restore: Pick<Restore, 'metadata' | 'spec'>) =>
+  b.metadata.annotations?.[MADE_BY.uid] === restore.metadata.uid &&
+  isBackupOf(b, { kind: 'RedisCluster', name: restore.spec.cluster.name });
