@@ -162,7 +162,12 @@ const loadOnce = async (run: Run, of: LoadKind): Promise<Attempt> => {
     if (error instanceof LockLostError || run.ctx.signal.aborted) throw error;
     return {
       load: run.loaded.state.load ?? load,
-      error: failureOf(await transferFailure(resolved, error, run.ctx.signal)),
+      error: failureOf(
+        await transferFailure(resolved, error, {
+          delivered: run.loaded.state.load?.delivered === true,
+          signal: run.ctx.signal,
+        }),
+      ),
     };
   } finally {
     await progress.flush();

@@ -5,6 +5,7 @@ import { SAFETY_LABEL } from './safety.ts';
 import {
   checkRedisBackup,
   decryptionSecret,
+  deletedBefore,
   describeRef,
   keyOfLocation,
   manifestKeyOf,
@@ -169,5 +170,19 @@ describe('decryption', () => {
     // A Backup's own object, its checksum recorded in its status when it was stored plain (the
     // store got encryption later), restores as it was stored.
     expect(decryptionSecret({ wanted: 'backup-key', manifest: null, pinned: true, url })).toBe('');
+  });
+});
+
+describe('deletedBefore', () => {
+  const backup = (deletionTimestamp?: string) =>
+    ({ metadata: { name: 'b1', ...(deletionTimestamp ? { deletionTimestamp } : {}) } }) as Backup;
+  const restore = (creationTimestamp: string) => ({ metadata: { name: 'r1', creationTimestamp } }) as Restore;
+
+  it('refuses only a Restore made after the Backup was deleted: one made before is what the finalizer keeps it for', () => {
+    expect(deletedBefore(backup('2026-11-27T18:00:00Z'), restore('2026-11-27T18:00:01Z'))).toBe(true);
+    // Named before the deletion, still Pending: the Backup waits for it (InUse), so it must load.
+    expect(deletedBefore(backup('2026-11-27T18:00:01Z'), restore('2026-11-27T18:00:00Z'))).toBe(false);
+    expect(deletedBefore(backup('2026-11-27T18:00:00Z'), restore('2026-11-27T18:00:00Z'))).toBe(false);
+    expect(deletedBefore(backup(), restore('2026-11-27T18:00:00Z'))).toBe(false);
   });
 });

@@ -6,6 +6,7 @@ import { type Manifest, zManifest } from '../../shared/backup/manifest.ts';
 import { type BackupStoreSpec, type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
 import { RestoreError } from './errors.ts';
 import { listBackups, readBackup, readCluster } from './kube.ts';
+import { created } from './one-at-a-time.ts';
 import type { SourceRef } from './state.ts';
 
 /** A stored RDB to load, checked against what was recorded when it was stored. */
@@ -77,8 +78,7 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
     );
   checkRedisBackup(clusterRefOf(backup.spec), `Backup ${backup.metadata.name}`);
   checkCompleted(backup);
-  // Kept only for the restores that used it when it was deleted; its object goes after them.
-  if (backup.metadata.deletionTimestamp)
+  if (deletedBefore(backup, restore))
     throw new RestoreError(
       'BackupDeleting',
       `Backup ${backup.metadata.name} is being deleted (its object goes once the restores that use it finish): restore another Backup`,
@@ -86,6 +86,14 @@ export const chooseSource = async (kube: KubeConfig, restore: Restore): Promise<
     );
   return { kind: 'backup', name: backup.metadata.name, uid: backup.metadata.uid ?? '' };
 };
+
+/**
+ * A Backup deleted before the Restore was made: kept only for the restores that named it then
+ * (the finalizer keeps it for them, Pending ones included), its object goes after them. Creation
+ * and deletion times have seconds only: within the same second the Restore is not refused.
+ */
+export const deletedBefore = (b: Pick<Backup, 'metadata'>, restore: Pick<Restore, 'metadata'>) =>
+  !!b.metadata.deletionTimestamp && new Date(b.metadata.deletionTimestamp).getTime() < created(restore);
 
 /**
  * A Restore loads a RedisCluster: an EtcdCluster's snapshot is refused before anything is read,

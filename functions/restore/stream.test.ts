@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { holdLast, isDecodeError } from './stream.ts';
+import type { ObjectStore } from '../../shared/backup/object-store.ts';
+import { hashStored, holdLast, isDecodeError } from './stream.ts';
 
 const collect = async (it: AsyncIterable<Buffer>) => {
   const out: string[] = [];
@@ -106,5 +107,22 @@ describe('holdLast', () => {
     expect(isDecodeError(Object.assign(new Error('x'), { code: 'ZSTD_error_prefix_unknown' }))).toBe(true);
     expect(isDecodeError(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(false);
     expect(isDecodeError(new Error('x'))).toBe(false);
+  });
+});
+
+describe('hashStored', () => {
+  it('stops past the size it is told: a grown object is not downloaded whole', async () => {
+    let sent = 0;
+    const store = {
+      download: async () =>
+        Readable.from(
+          (async function* () {
+            for (; sent < 2000; sent++) yield Buffer.alloc(16384);
+          })(),
+        ),
+    } as unknown as ObjectStore;
+    const raw = await hashStored(store, 'k', undefined, 10 * 16384);
+    expect(raw.size).toBeGreaterThan(10 * 16384);
+    expect(sent).toBeLessThan(50);
   });
 });

@@ -49,13 +49,22 @@ export async function* holdLast(
 export const isDecodeError = (error: unknown) =>
   /^(Z_|ZSTD_|ERR_ZLIB|ERR_ZSTD)/.test(String((error as { code?: unknown } | undefined)?.code ?? ''));
 
-/** SHA-256 and size of the stored bytes as they are, nothing decoded. */
-export const hashStored = async (store: ObjectStore, key: string, signal?: AbortSignal) => {
+/**
+ * SHA-256 and size of the stored bytes as they are, nothing decoded. Past `maxBytes` it stops
+ * (an object grown in the store is not downloaded whole): the size then says more than that.
+ */
+export const hashStored = async (
+  store: ObjectStore,
+  key: string,
+  signal?: AbortSignal,
+  maxBytes = Infinity,
+) => {
   const hash = createHash('sha256');
   let size = 0;
   for await (const chunk of (await store.download(key, signal)) as AsyncIterable<Buffer>) {
     hash.update(chunk);
     size += chunk.length;
+    if (size > maxBytes) break;
   }
   return { sha256: hash.digest('hex'), size };
 };

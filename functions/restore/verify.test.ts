@@ -136,11 +136,15 @@ describe('a target that dropped the transfer', () => {
   const dropped = new FeedError('TargetLost', 'the target dropped the transfer', true);
 
   it('is a changed object when the stored bytes no longer match: whichever showed first, the same end', async () => {
+    // Unless the whole object went out: its checksum had matched then, nothing to hash.
+    const whole = await stored(rdb, { compression: 'zstd' });
+    whole.store.objects.set('k', Buffer.alloc(10));
+    expect(await transferFailure(whole.resolved, dropped, { delivered: true })).toBe(dropped);
     const { store, resolved } = await stored(rdb, { compression: 'zstd' });
     const bytes = Buffer.from(store.objects.get('k') ?? []);
     bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] ?? 0) ^ 0x01;
     store.objects.set('k', bytes);
-    expect(await transferFailure(resolved, dropped)).toMatchObject({
+    expect(await transferFailure(resolved, dropped, { delivered: false })).toMatchObject({
       reason: 'ChecksumMismatch',
       retry: false,
       message: expect.stringMatching(
@@ -151,12 +155,18 @@ describe('a target that dropped the transfer', () => {
 
   it('is a lost target when the object is the one stored, or the store does not answer; other errors stay', async () => {
     const { store, resolved } = await stored(rdb, { compression: 'zstd' });
-    expect(await transferFailure(resolved, dropped)).toBe(dropped);
+    expect(await transferFailure(resolved, dropped, { delivered: false })).toBe(dropped);
     const other = new FeedError('TargetTooOld', 'old', false);
-    expect(await transferFailure(resolved, other)).toBe(other);
+    expect(await transferFailure(resolved, other, { delivered: false })).toBe(other);
     store.download = async () => {
       throw new Error('connect ECONNREFUSED');
     };
-    expect(await transferFailure(resolved, dropped)).toBe(dropped);
+    expect(await transferFailure(resolved, dropped, { delivered: false })).toBe(dropped);
+    // A run told to stop (its lock lost) stops, rather than go on as a lost target.
+    const stop = new AbortController();
+    stop.abort();
+    await expect(
+      transferFailure(resolved, dropped, { delivered: false, signal: stop.signal }),
+    ).rejects.toThrow('ECONNREFUSED');
   });
 });

@@ -23,7 +23,7 @@ const changedObject = async (
   why: string,
   signal?: AbortSignal,
 ): Promise<IntegrityError | undefined> => {
-  const raw = await hashStored(store.store, source.key, signal);
+  const raw = await hashStored(store.store, source.key, signal, source.size);
   if (raw.sha256 === source.sha256 && raw.size === source.size) return undefined;
   return new IntegrityError(
     'ChecksumMismatch',
@@ -35,13 +35,22 @@ const changedObject = async (
  * A target that dropped the transfer may have refused what it was sent — a master parsing from
  * the socket drops a stream whose RDB ends before the EOF mark — and which of the two shows
  * first, the drop or the checksum at the object's end, is a race. So before the load is called
- * lost (and tried again), the stored object is hashed: a changed one fails as such, for good. A
- * store that does not answer leaves the error as it was.
+ * lost (and tried again), the stored object is hashed: a changed one fails as such, for good.
+ * Not when the whole object went out (`delivered`: its checksum had matched). A store that does
+ * not answer leaves the error as it was; a run told to stop stops.
  */
-export const transferFailure = async (resolved: Resolved, error: unknown, signal?: AbortSignal) => {
-  if ((error as { reason?: unknown } | undefined)?.reason !== 'TargetLost') return error;
-  const changed = await changedObject(resolved, (error as Error).message, signal).catch(() => undefined);
-  return changed ?? error;
+export const transferFailure = async (
+  resolved: Resolved,
+  error: unknown,
+  o: { delivered: boolean; signal?: AbortSignal },
+) => {
+  if (o.delivered || (error as { reason?: unknown } | undefined)?.reason !== 'TargetLost') return error;
+  try {
+    return (await changedObject(resolved, (error as Error).message, o.signal)) ?? error;
+  } catch (hashFailed) {
+    if (o.signal?.aborted) throw hashFailed;
+    return error;
+  }
 };
 
 /**

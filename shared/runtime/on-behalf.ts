@@ -1,7 +1,7 @@
 import { done, type HandlerContext, LockLostError, type Outcome, toOutcome } from './handler.ts';
 
 /** Attempts at a failed run on behalf of another object before it is left to that object's own. */
-export const ON_BEHALF_ATTEMPTS = 3;
+const ON_BEHALF_ATTEMPTS = 3;
 
 /**
  * A run caused by one object's event that acts for another (a Backup's outcome moving its Restore

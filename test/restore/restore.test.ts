@@ -9,7 +9,7 @@ import type { Backup } from '../../shared/api/generated.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
-import { bed, createNamespace, until } from '../support/bed.ts';
+import { bed, createNamespace, sleep } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
@@ -616,12 +616,13 @@ describe('restore', () => {
     const doomed = await backupNow('b-doomed');
     const objectKey = keyOf(doomed.status?.location ?? '', s3.bucket);
     await rs.create('r-doomed', { cluster: { name: 'cache' }, source: { backup: { name: 'b-doomed' } } });
-    await until('r-doomed past Pending', async () =>
-      (await rs.get('r-doomed')).status?.source ? true : undefined,
-    );
+    // Deleted at once, most likely before r-doomed's first run: named before the deletion, it loads.
     await bk.delete('b-doomed');
     await expect.poll(() => eventReasons(b, ns, 'b-doomed'), EVENTS_RECORDED).toContain('InUse');
-    // A restore asked for now is refused: its object goes once r-doomed has finished.
+    // A restore made after the deletion (times have seconds only: a later second) is refused:
+    // the object goes once r-doomed has finished.
+    const deleted = new Date((await bk.get('b-doomed')).metadata.deletionTimestamp ?? 0).getTime();
+    await sleep(Math.max(0, deleted + 1100 - Date.now()));
     await rs.create('r-doomed-late', {
       cluster: { name: 'clone' },
       source: { backup: { name: 'b-doomed' } },
