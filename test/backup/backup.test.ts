@@ -226,6 +226,8 @@ describe('backup', () => {
       });
       const ce = fromMessage(msg?.header, msg?.data ?? new Uint8Array());
       expect(ce.type).toBe('dev.tideway.backup.completed');
+      // As the watcher's events of a Backup: a handler's lockKey reads both (the restore's does).
+      expect(ce).toMatchObject({ kind: 'Backup', cluster: 'cache', clusterkind: 'RedisCluster' });
       expect(ce.data).toMatchObject({
         cluster: 'cache',
         location: s.location,
