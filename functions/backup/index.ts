@@ -12,6 +12,7 @@ import {
 } from '../../shared/backup/kube.ts';
 import type { SourcePreference } from '../../shared/backup/sources.ts';
 import { type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
+import { extension } from '../../shared/events/extension.ts';
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { rfc3339 } from '../../shared/kube/time.ts';
 import {
@@ -161,7 +162,7 @@ const afterRestore = (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<
  * up to TIDEWAY_BACKUP_ATTEMPTS attempts, each aborting its upload.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
-  if ((event as unknown as { kind?: unknown }).kind === 'Restore') return afterRestore(event, ctx);
+  if (extension(event, 'kind') === 'Restore') return afterRestore(event, ctx);
   const loaded = await loadBackup(event, ctx);
   if (isBackupOutcome(loaded)) return loaded;
   const { backup, key, writeStatus } = loaded;

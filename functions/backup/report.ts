@@ -54,37 +54,47 @@ export const recordEvents = (
     e,
   );
 
-/** `dev.tideway.backup.completed|failed` on the bus, once per Backup (the id is the Backup's). */
-export const publishOutcome = (
+/**
+ * `dev.tideway.backup.completed|failed` of a Backup: the id is the Backup's, so it is one event
+ * however often it is published.
+ */
+export const backupOutcome = (
+  loaded: Pick<LoadedBackup, 'backup' | 'key'>,
+  source: string,
+  outcome: 'completed' | 'failed',
+  data: Record<string, unknown>,
+  time: Date,
+) =>
+  new CloudEvent({
+    specversion: '1.0',
+    id: eventId(loaded.backup.metadata.uid, 'backup', outcome),
+    source,
+    type: outcome === 'completed' ? EventType.backupCompleted : EventType.backupFailed,
+    subject: `namespaces/${loaded.key.namespace}/backups/${loaded.key.name}`,
+    time: time.toISOString(),
+    datacontenttype: 'application/json',
+    kind: 'Backup',
+    namespace: loaded.key.namespace,
+    name: loaded.key.name,
+    // As the watcher's events of a Backup carry them: a handler's lockKey reads both.
+    cluster: loaded.backup.spec.cluster.name,
+    clusterkind: clusterRefOf(loaded.backup.spec).kind,
+    data: {
+      namespace: loaded.key.namespace,
+      backup: loaded.key.name,
+      cluster: loaded.backup.spec.cluster.name,
+      ...data,
+    },
+  });
+
+/** A Backup's outcome on the bus. */
+const publishOutcome = (
   ctx: HandlerContext,
   loaded: LoadedBackup,
   source: string,
   outcome: 'completed' | 'failed',
   data: Record<string, unknown>,
-) =>
-  ctx.publisher.publish(
-    new CloudEvent({
-      specversion: '1.0',
-      id: eventId(loaded.backup.metadata.uid, 'backup', outcome),
-      source,
-      type: outcome === 'completed' ? EventType.backupCompleted : EventType.backupFailed,
-      subject: `namespaces/${loaded.key.namespace}/backups/${loaded.key.name}`,
-      time: ctx.clock().toISOString(),
-      datacontenttype: 'application/json',
-      kind: 'Backup',
-      namespace: loaded.key.namespace,
-      name: loaded.key.name,
-      // As the watcher's events of a Backup carry them: a handler's lockKey reads both.
-      cluster: loaded.backup.spec.cluster.name,
-      clusterkind: clusterRefOf(loaded.backup.spec).kind,
-      data: {
-        namespace: loaded.key.namespace,
-        backup: loaded.key.name,
-        cluster: loaded.backup.spec.cluster.name,
-        ...data,
-      },
-    }),
-  );
+) => ctx.publisher.publish(backupOutcome(loaded, source, outcome, data, ctx.clock()));
 
 /**
  * The outcome the status records, on the bus: after the status is written, and again whenever

@@ -1,5 +1,6 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
+import { extension } from '../../shared/events/extension.ts';
 import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
 import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failRestore } from './finish.ts';
@@ -36,7 +37,7 @@ const zEnv = z.object({
  * Completed, or Failed / RolledBack saying which data the cluster holds. Runs lock the cluster.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
-  if ((event as unknown as { kind?: unknown }).kind !== 'Backup') return handleRestore(event, ctx);
+  if (extension(event, 'kind') !== 'Backup') return handleRestore(event, ctx);
   // A safety backup's outcome: the Restore that waits for it goes on now.
   return onBehalf(ctx, 'a Restore did not go on at its safety backup’s outcome', async () => {
     const waiting = await waitingRestore(event, ctx);

@@ -2,14 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuthorizationV1Api } from '@kubernetes/client-node';
+import { AuthorizationV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backupOutcome } from '../../functions/backup/report.ts';
+import { MADE_BY } from '../../functions/restore/safety.ts';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup } from '../../shared/api/generated.ts';
+import { connectBus } from '../../shared/bus/connect.ts';
+import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
-import { bed, createNamespace, sleep } from '../support/bed.ts';
+import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
@@ -43,6 +48,9 @@ describe('restore', () => {
   let ns = '';
   let dir = '';
   const workers: Worker[] = [];
+  /** The backup function (a test stops it for a while); `startBackupFn` starts it. */
+  let backupFn: Worker;
+  let startBackupFn: () => Promise<void>;
   const servers: TestServer[] = [];
   const rdc = redisClusters(b, () => ns);
   const bk = backups(b, () => ns);
@@ -134,12 +142,14 @@ describe('restore', () => {
     workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
     workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
     // Likewise a deleted Backup that a restore used goes by the Restore's outcome alone.
-    workers.push(
-      await startFunction(b, ns, id, 'backup', {
+    startBackupFn = async () => {
+      backupFn = await startFunction(b, ns, id, 'backup', {
         TIDEWAY_REPLICA: '0',
         TIDEWAY_BACKUP_IN_USE_RECHECK_MS: '600000',
-      }),
-    );
+      });
+      workers.push(backupFn);
+    };
+    await startBackupFn();
     // A fallback look at an unfinished safety backup only after 10 minutes: every restore here
     // moves on from SafetyBackup by the Backup's outcome alone (functions/restore/waiting.ts).
     workers.push(
@@ -731,5 +741,87 @@ describe('restore', () => {
       ['patch', 'apps', 'statefulsets'],
     ] as const)
       expect(await can(verb, group, resource), `${verb} ${resource}`).toBe(false);
+  });
+
+  it("a Backup of another cluster with the safety backup's annotations copied: its outcome runs no Restore, its own safety backup's does", async () => {
+    const source = await backupNow('copied-source');
+    const expected = await contentOfBackup(source);
+    await change('before-copied');
+    // Without the backup function the safety backup stays unfinished, and no outcome comes but
+    // the one published here.
+    await backupFn.stop();
+    await rs.create('r-copied', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'copied-source' } },
+    });
+    const safety = await until(
+      'r-copied waiting for its safety backup',
+      async () =>
+        (await rs.get('r-copied')).status?.phase === 'SafetyBackup'
+          ? bk.get('r-copied-safety').catch(() => undefined)
+          : undefined,
+      60_000,
+      250,
+    );
+    // Finished, as far as the Restore can see: any run of it now goes on to load.
+    await b.custom.patchNamespacedCustomObjectStatus(
+      {
+        ...TIDEWAY_KINDS.Backup,
+        namespace: ns,
+        name: 'r-copied-safety',
+        body: {
+          status: {
+            phase: 'Completed',
+            completedAt: new Date().toISOString(),
+            location: `s3://${s3.bucket}/${prefix}/no-such-object`,
+            size: 0,
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    // Anyone who may create Backups can copy its annotations onto a Backup of another cluster.
+    const annotations = {
+      [MADE_BY.restore]: safety.metadata.annotations?.[MADE_BY.restore] ?? '',
+      [MADE_BY.uid]: safety.metadata.annotations?.[MADE_BY.uid] ?? '',
+    };
+    expect(annotations[MADE_BY.uid]).toBe((await rs.get('r-copied')).metadata.uid);
+    const copied = (await b.custom.createNamespacedCustomObject({
+      ...TIDEWAY_KINDS.Backup,
+      namespace: ns,
+      body: {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'Backup',
+        metadata: { name: 'copied-annotations', annotations },
+        spec: { cluster: { name: 'other' } },
+      },
+    })) as Backup;
+    // Its outcome, as the backup function publishes one (its own builder).
+    const bus = await connectBus(b.info.natsUrl, `${ns}-outcome`);
+    try {
+      const { seq } = await jetStreamPublisher(bus.js).publish(
+        backupOutcome(
+          { backup: copied, key: { namespace: ns, name: 'copied-annotations' } },
+          'tideway/backup',
+          'completed',
+          { location: `s3://${s3.bucket}/${prefix}/no-such-object`, size: 0 },
+          new Date(),
+        ),
+      );
+      expect(seq).toBeGreaterThan(0);
+    } finally {
+      await bus.close();
+    }
+    // A run of r-copied would go on to load at once (checked by taking the check out).
+    await sleep(5000);
+    expect((await rs.get('r-copied')).status?.phase).toBe('SafetyBackup');
+    expect(await eventReasons(b, ns, 'r-copied')).not.toContain('SafetyBackupCompleted');
+
+    // The backup function back: it meets its finished safety backup and publishes that
+    // outcome, which moves the Restore on (it would look again only after 10 minutes).
+    await startBackupFn();
+    const done = await rs.ended('r-copied', 'Completed', 90_000);
+    expect(done.status?.safetyBackup).toBe('r-copied-safety');
+    await expectCluster(expected);
   });
 });
