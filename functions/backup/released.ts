@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import { hasBackupFinalizer, isBackupOutcome, loadBackup } from '../../shared/backup/kube.ts';
+import { hasBackupFinalizer, isBackupOutcome, loadBackupAt } from '../../shared/backup/kube.ts';
 import { extension } from '../../shared/events/extension.ts';
 import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -30,7 +30,7 @@ export const releaseAfterRestore = async (
   for (const backup of new Set(backupsUsedBy(finished).map((u) => u.name))) {
     const key = objectKeyOf({ kind: 'Backup', namespace, name: backup });
     const ran = await ctx.withLock(key, { waitMs: 0 }, async () => {
-      const loaded = await loadBackup(event.cloneWith({ kind: 'Backup', name: backup }), ctx);
+      const loaded = await loadBackupAt({ namespace, name: backup }, ctx);
       if (isBackupOutcome(loaded)) return false;
       const b = loaded.backup;
       const waits = b.metadata.deletionTimestamp && hasBackupFinalizer(b) && b.status?.phase === 'Completed';

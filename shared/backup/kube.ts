@@ -1,6 +1,7 @@
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { type Backup, type RedisCluster, zBackup, zRedisCluster } from '../api/generated.ts';
+import { extension } from '../events/extension.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { TIDEWAY_KINDS } from '../kube/resources.ts';
 import { updateStatus } from '../kube/status.ts';
@@ -34,10 +35,17 @@ export const loadBackup = async (
   event: CloudEvent<unknown>,
   ctx: HandlerContext,
 ): Promise<LoadedBackup | Outcome> => {
-  const e = event as unknown as Record<string, string | undefined>;
-  if (e.kind !== 'Backup' || !e.namespace || !e.name) return done;
+  const [namespace, name] = [extension(event, 'namespace'), extension(event, 'name')];
+  if (extension(event, 'kind') !== 'Backup' || !namespace || !name) return done;
+  return loadBackupAt({ namespace, name }, ctx);
+};
+
+/** The Backup of that name, as `loadBackup` gives it; `done` when there is none. */
+export const loadBackupAt = async (
+  key: { namespace: string; name: string },
+  ctx: HandlerContext,
+): Promise<LoadedBackup | Outcome> => {
   const custom = ctx.kube.makeApiClient(CustomObjectsApi);
-  const key = { namespace: e.namespace, name: e.name };
   let raw: unknown;
   try {
     raw = await custom.getNamespacedCustomObject({ ...BACKUP, ...key });
