@@ -10,7 +10,9 @@ import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup } from '../../shared/api/generated.ts';
 import { connectBus } from '../../shared/bus/connect.ts';
 import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
+import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { objectLocks } from '../../shared/runtime/object-lock.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
@@ -48,9 +50,10 @@ describe('restore', () => {
   let ns = '';
   let dir = '';
   const workers: Worker[] = [];
-  /** The backup function (a test stops it for a while); `startBackupFn` starts it. */
-  let backupFn: Worker;
-  let startBackupFn: () => Promise<void>;
+  /** The backup function, which some tests stop for a while; undefined while stopped. */
+  let backupFn: Worker | undefined;
+  /** The restore function, with its safety backup fallback (see beforeAll). */
+  let restoreFn: Worker | undefined;
   const servers: TestServer[] = [];
   const rdc = redisClusters(b, () => ns);
   const bk = backups(b, () => ns);
@@ -132,32 +135,101 @@ describe('restore', () => {
   /** A store spec for putForeign's objects. */
   const plainStore = () => storeSpec({ compression: 'none', encryption: { secretName: '' } });
 
+  const id = () => `restore-${ns}`;
+  const startBackupFn = async () => {
+    if (backupFn) return;
+    backupFn = await startFunction(b, ns, id(), 'backup', {
+      TIDEWAY_REPLICA: '0',
+      TIDEWAY_BACKUP_IN_USE_RECHECK_MS: '600000',
+    });
+    workers.push(backupFn);
+  };
+  const stopBackupFn = async () => {
+    await backupFn?.stop();
+    backupFn = undefined;
+  };
+  /** The restore function, with a 10-minute safety backup fallback unless told otherwise. */
+  const startRestoreFn = async (recheckMs = 600_000) => {
+    await restoreFn?.stop();
+    restoreFn = await startRestoreFunction(b, ns, id(), {
+      TIDEWAY_REPLICA: '0',
+      TIDEWAY_RESTORE_SAFETY_RECHECK_MS: String(recheckMs),
+    });
+    workers.push(restoreFn);
+  };
+
+  /**
+   * A Restore of `source` into cache, waiting for its safety backup, while the backup function
+   * is stopped: that backup stays unfinished and no outcome of it comes until the caller starts
+   * the function again. Returns the safety backup. The Restore's own runs go on for a moment
+   * (those of its own writes), each finding the backup unfinished: the wait lets them pass.
+   */
+  const waitingOnSafety = async (name: string, source: string) => {
+    await stopBackupFn();
+    await rs.create(name, { cluster: { name: 'cache' }, source: { backup: { name: source } } });
+    const safety = await until(
+      `${name} waiting for its safety backup`,
+      async () =>
+        (await rs.get(name)).status?.phase === 'SafetyBackup'
+          ? bk.get(`${name}-safety`).catch(() => undefined)
+          : undefined,
+      60_000,
+      250,
+    );
+    await sleep(3000);
+    return safety;
+  };
+  /** Marks a safety backup finished, as far as its Restore can see: a run of it now loads. */
+  const markFinished = (backup: string) =>
+    b.custom.patchNamespacedCustomObjectStatus(
+      {
+        ...TIDEWAY_KINDS.Backup,
+        namespace: ns,
+        name: backup,
+        body: {
+          status: {
+            phase: 'Completed',
+            completedAt: new Date().toISOString(),
+            location: `s3://${s3.bucket}/${prefix}/no-such-object`,
+            size: 0,
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  /**
+   * Takes the lock of cache as the functions do (reconcile, health, backup and restore runs of
+   * cache all wait for it); resolves to its release.
+   */
+  const holdClusterLock = async () => {
+    const bus = await connectBus(b.info.natsUrl, `${ns}-lock`);
+    const locks = await objectLocks(bus, { owner: `${ns}/test` });
+    const lease = await locks.acquire(
+      objectKeyOf({ kind: 'RedisCluster', namespace: ns, name: 'cache' }),
+      {},
+    );
+    let released: Promise<void> | undefined;
+    return () =>
+      (released ??= (async () => {
+        await lease.release();
+        await locks.close();
+        await bus.close();
+      })());
+  };
+
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'restore');
     prefix = `e2e/${ns}`;
     dir = await mkdtemp(join(tmpdir(), 'twbed-restore-e2e-'));
-    const id = `restore-${ns}`;
-    workers.push(await startFunction(b, ns, id, 'watcher', { TIDEWAY_WATCHER_ID: id }));
-    workers.push(await startFunction(b, ns, id, 'reconcile', { TIDEWAY_REPLICA: '0' }));
-    workers.push(await startFunction(b, ns, id, 'health', { TIDEWAY_REPLICA: '0' }));
-    // Likewise a deleted Backup that a restore used goes by the Restore's outcome alone.
-    startBackupFn = async () => {
-      backupFn = await startFunction(b, ns, id, 'backup', {
-        TIDEWAY_REPLICA: '0',
-        TIDEWAY_BACKUP_IN_USE_RECHECK_MS: '600000',
-      });
-      workers.push(backupFn);
-    };
-    await startBackupFn();
+    workers.push(await startFunction(b, ns, id(), 'watcher', { TIDEWAY_WATCHER_ID: id() }));
+    workers.push(await startFunction(b, ns, id(), 'reconcile', { TIDEWAY_REPLICA: '0' }));
+    workers.push(await startFunction(b, ns, id(), 'health', { TIDEWAY_REPLICA: '0' }));
     // A fallback look at an unfinished safety backup only after 10 minutes: every restore here
     // moves on from SafetyBackup by the Backup's outcome alone (functions/restore/waiting.ts).
-    workers.push(
-      await startRestoreFunction(b, ns, id, {
-        TIDEWAY_REPLICA: '0',
-        TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '600000',
-      }),
-    );
+    // Likewise a deleted Backup that a restore used goes by the Restore's outcome alone.
+    await startRestoreFn();
+    await startBackupFn();
     await secret('s3-creds', {
       AWS_ACCESS_KEY_ID: s3.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
@@ -747,81 +819,77 @@ describe('restore', () => {
     const source = await backupNow('copied-source');
     const expected = await contentOfBackup(source);
     await change('before-copied');
-    // Without the backup function the safety backup stays unfinished, and no outcome comes but
-    // the one published here.
-    await backupFn.stop();
-    await rs.create('r-copied', {
-      cluster: { name: 'cache' },
-      source: { backup: { name: 'copied-source' } },
-    });
-    const safety = await until(
-      'r-copied waiting for its safety backup',
-      async () =>
-        (await rs.get('r-copied')).status?.phase === 'SafetyBackup'
-          ? bk.get('r-copied-safety').catch(() => undefined)
-          : undefined,
-      60_000,
-      250,
-    );
-    // Finished, as far as the Restore can see: any run of it now goes on to load.
-    await b.custom.patchNamespacedCustomObjectStatus(
-      {
+    const safety = await waitingOnSafety('r-copied', 'copied-source');
+    // While the test holds the cluster's lock no run of r-copied's own goes: a run that moves it
+    // now is one beside them.
+    const release = await holdClusterLock();
+    try {
+      await markFinished('r-copied-safety');
+      // Anyone who may create Backups can copy its annotations onto a Backup of another cluster.
+      const annotations = {
+        [MADE_BY.restore]: safety.metadata.annotations?.[MADE_BY.restore] ?? '',
+        [MADE_BY.uid]: safety.metadata.annotations?.[MADE_BY.uid] ?? '',
+      };
+      expect(annotations[MADE_BY.uid]).toBe((await rs.get('r-copied')).metadata.uid);
+      const copied = (await b.custom.createNamespacedCustomObject({
         ...TIDEWAY_KINDS.Backup,
         namespace: ns,
-        name: 'r-copied-safety',
         body: {
-          status: {
-            phase: 'Completed',
-            completedAt: new Date().toISOString(),
-            location: `s3://${s3.bucket}/${prefix}/no-such-object`,
-            size: 0,
-          },
+          apiVersion: 'tideway.dev/v1alpha1',
+          kind: 'Backup',
+          metadata: { name: 'copied-annotations', annotations },
+          spec: { cluster: { name: 'other' } },
         },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
-    // Anyone who may create Backups can copy its annotations onto a Backup of another cluster.
-    const annotations = {
-      [MADE_BY.restore]: safety.metadata.annotations?.[MADE_BY.restore] ?? '',
-      [MADE_BY.uid]: safety.metadata.annotations?.[MADE_BY.uid] ?? '',
-    };
-    expect(annotations[MADE_BY.uid]).toBe((await rs.get('r-copied')).metadata.uid);
-    const copied = (await b.custom.createNamespacedCustomObject({
-      ...TIDEWAY_KINDS.Backup,
-      namespace: ns,
-      body: {
-        apiVersion: 'tideway.dev/v1alpha1',
-        kind: 'Backup',
-        metadata: { name: 'copied-annotations', annotations },
-        spec: { cluster: { name: 'other' } },
-      },
-    })) as Backup;
-    // Its outcome, as the backup function publishes one (its own builder).
-    const bus = await connectBus(b.info.natsUrl, `${ns}-outcome`);
-    try {
-      const { seq } = await jetStreamPublisher(bus.js).publish(
-        backupOutcome(
-          { backup: copied, key: { namespace: ns, name: 'copied-annotations' } },
-          'tideway/backup',
-          'completed',
-          { location: `s3://${s3.bucket}/${prefix}/no-such-object`, size: 0 },
-          new Date(),
-        ),
-      );
-      expect(seq).toBeGreaterThan(0);
-    } finally {
-      await bus.close();
-    }
-    // A run of r-copied would go on to load at once (checked by taking the check out).
-    await sleep(5000);
-    expect((await rs.get('r-copied')).status?.phase).toBe('SafetyBackup');
-    expect(await eventReasons(b, ns, 'r-copied')).not.toContain('SafetyBackupCompleted');
+      })) as Backup;
+      // Its outcome, as the backup function publishes one (its own builder).
+      const bus = await connectBus(b.info.natsUrl, `${ns}-outcome`);
+      try {
+        const { seq } = await jetStreamPublisher(bus.js).publish(
+          backupOutcome(
+            { backup: copied, key: { namespace: ns, name: 'copied-annotations' } },
+            'tideway/backup',
+            'completed',
+            { location: `s3://${s3.bucket}/${prefix}/no-such-object`, size: 0 },
+            new Date(),
+          ),
+        );
+        expect(seq).toBeGreaterThan(0);
+      } finally {
+        await bus.close();
+      }
+      // A run of r-copied would go on to load at once (checked by taking the check out).
+      await sleep(5000);
+      expect((await rs.get('r-copied')).status?.phase).toBe('SafetyBackup');
+      expect(await eventReasons(b, ns, 'r-copied')).not.toContain('SafetyBackupCompleted');
+      await release();
 
-    // The backup function back: it meets its finished safety backup and publishes that
-    // outcome, which moves the Restore on (it would look again only after 10 minutes).
-    await startBackupFn();
-    const done = await rs.ended('r-copied', 'Completed', 90_000);
-    expect(done.status?.safetyBackup).toBe('r-copied-safety');
-    await expectCluster(expected);
+      // The backup function back: it meets its finished safety backup and publishes that
+      // outcome, which moves the Restore on (it would look again only after 10 minutes).
+      await startBackupFn();
+      const done = await rs.ended('r-copied', 'Completed', 90_000);
+      expect(done.status?.safetyBackup).toBe('r-copied-safety');
+      await expectCluster(expected);
+    } finally {
+      await release(); // a no-op once released
+      await startBackupFn(); // likewise, once started
+    }
+  });
+
+  it('an outcome lost: the Restore looks at its safety backup again after TIDEWAY_RESTORE_SAFETY_RECHECK_MS and goes on', async () => {
+    const source = await backupNow('lost-source');
+    const expected = await contentOfBackup(source);
+    await change('before-lost');
+    await startRestoreFn(2000);
+    try {
+      await waitingOnSafety('r-lost', 'lost-source');
+      await markFinished('r-lost-safety');
+      // The backup function stays stopped: no outcome comes, only the restore function's own looks.
+      const done = await rs.ended('r-lost', 'Completed', 60_000);
+      expect(done.status?.safetyBackup).toBe('r-lost-safety');
+      await expectCluster(expected);
+    } finally {
+      await startRestoreFn();
+      await startBackupFn();
+    }
   });
 });
