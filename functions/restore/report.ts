@@ -1,4 +1,5 @@
 import { CloudEvent } from 'cloudevents';
+import type { Restore } from '../../shared/api/generated.ts';
 import { eventId } from '../../shared/events/event-id.ts';
 import { EventType } from '../../shared/events/types.ts';
 import { handlerRecorder, recordWithCluster, regardingOf } from '../../shared/kube/events.ts';
@@ -22,29 +23,39 @@ export const recordEvent = (
   );
 
 /**
- * `dev.tideway.restore.completed|failed` on the bus, once per Restore (the id is the Restore's):
- * a RolledBack restore is a failed one, its data says so.
+ * `dev.tideway.restore.completed|failed` of a Restore, once per Restore (the id is the
+ * Restore's): a RolledBack restore is a failed one, its data says so.
  */
-export const publishOutcome = (run: Run, outcome: 'completed' | 'failed', data: Record<string, unknown>) => {
-  const { loaded, ctx } = run;
-  const cluster = loaded.restore.spec.cluster.name;
-  return ctx.publisher.publish(
-    new CloudEvent({
-      specversion: '1.0',
-      id: eventId(loaded.restore.metadata.uid, 'restore', outcome),
-      source: run.event.source,
-      type: outcome === 'completed' ? EventType.restoreCompleted : EventType.restoreFailed,
-      subject: `namespaces/${loaded.key.namespace}/restores/${loaded.key.name}`,
-      time: ctx.clock().toISOString(),
-      datacontenttype: 'application/json',
-      kind: 'Restore',
-      namespace: loaded.key.namespace,
-      name: loaded.key.name,
-      cluster,
-      data: { namespace: loaded.key.namespace, restore: loaded.key.name, cluster, ...data },
-    }),
-  );
+export const restoreOutcome = (
+  restore: Restore,
+  source: string,
+  outcome: 'completed' | 'failed',
+  data: Record<string, unknown>,
+  time: Date,
+) => {
+  const [namespace, name] = [restore.metadata.namespace ?? '', restore.metadata.name ?? ''];
+  const cluster = restore.spec.cluster.name;
+  return new CloudEvent({
+    specversion: '1.0',
+    id: eventId(restore.metadata.uid, 'restore', outcome),
+    source,
+    type: outcome === 'completed' ? EventType.restoreCompleted : EventType.restoreFailed,
+    subject: `namespaces/${namespace}/restores/${name}`,
+    time: time.toISOString(),
+    datacontenttype: 'application/json',
+    kind: 'Restore',
+    namespace,
+    name,
+    cluster,
+    data: { namespace, restore: name, cluster, ...data },
+  });
 };
+
+/** A Restore's outcome on the bus. */
+export const publishOutcome = (run: Run, outcome: 'completed' | 'failed', data: Record<string, unknown>) =>
+  run.ctx.publisher.publish(
+    restoreOutcome(run.loaded.restore, run.event.source, outcome, data, run.ctx.clock()),
+  );
 
 export type Outcome = 'completed' | 'failed' | 'rolledback';
 

@@ -10,14 +10,17 @@ import {
 } from '@aws-sdk/client-s3';
 import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restoreOutcome } from '../../functions/restore/report.ts';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
+import type { Restore } from '../../shared/api/generated.ts';
 import { zManifest } from '../../shared/backup/manifest.ts';
 import { connectBus } from '../../shared/bus/connect.ts';
 import { fromMessage } from '../../shared/events/nats-binding.ts';
 import { STREAM, subjectFor } from '../../shared/events/subjects.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { bed, createNamespace, until } from '../support/bed.ts';
+import { bed, createNamespace, sleep, until } from '../support/bed.ts';
+import { holdLock, publishEvent } from '../support/bus.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
@@ -351,6 +354,51 @@ describe('backup', () => {
     });
     await bk.gone('in-use');
     expect(await store.head(key)).toBeUndefined();
+  });
+
+  it("a Restore's outcome lets go of a deleted Backup it kept, but never while a run holds the Backup's lock", async () => {
+    await bk.create('held', { cluster: { name: 'cache' } });
+    const made = await bk.phase('held', 'Completed');
+    const objectKey = keyOf(made.status?.location ?? '', s3.bucket);
+    const RESTORE = TIDEWAY_KINDS.Restore;
+    const restore = (await b.custom.createNamespacedCustomObject({
+      ...RESTORE,
+      namespace: ns,
+      body: {
+        apiVersion: 'tideway.dev/v1alpha1',
+        kind: 'Restore',
+        metadata: { name: 'uses-held' },
+        spec: { cluster: { name: 'cache' }, source: { backup: { name: 'held' } } },
+      },
+    })) as Restore;
+    await bk.delete('held');
+    await expect.poll(() => eventReasons(b, ns, 'held'), EVENTS_RECORDED).toContain('InUse');
+    // Held as the Backup's own runs hold it (its looks, every second here, wait meanwhile).
+    const release = await holdLock(b, { kind: 'Backup', namespace: ns, name: 'held' });
+    try {
+      // The Restore ends, and says so on the bus as the restore function does (no restore
+      // function runs here).
+      await b.custom.replaceNamespacedCustomObjectStatus({
+        ...RESTORE,
+        namespace: ns,
+        name: 'uses-held',
+        body: { ...restore, status: { phase: 'Failed' } },
+      });
+      expect(
+        await publishEvent(b, restoreOutcome(restore, 'tideway/restore', 'failed', {}, new Date())),
+      ).toBeGreaterThan(0);
+      // Taken at the outcome beside the holder, the Backup would be gone at once (checked by
+      // taking the lock out of functions/backup/released.ts).
+      await sleep(4000);
+      const kept = await bk.get('held').catch(() => undefined);
+      expect(kept?.metadata.deletionTimestamp, 'finalized while its lock was held').toBeDefined();
+      expect(await store.head(objectKey)).toBeDefined();
+    } finally {
+      await release();
+    }
+    // Left to its next look.
+    await bk.gone('held');
+    expect(await store.head(objectKey)).toBeUndefined();
   });
 
   it('deleting a Backup while it streams stops it: the upload is aborted, nothing stored, never Completed', async () => {

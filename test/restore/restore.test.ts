@@ -8,15 +8,12 @@ import { backupOutcome } from '../../functions/backup/report.ts';
 import { MADE_BY } from '../../functions/restore/safety.ts';
 import { SYSTEM_NAMESPACE } from '../../infra/install.ts';
 import type { Backup } from '../../shared/api/generated.ts';
-import { connectBus } from '../../shared/bus/connect.ts';
-import { jetStreamPublisher } from '../../shared/bus/publisher.ts';
-import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
-import { objectLocks } from '../../shared/runtime/object-lock.ts';
 import { backups, bedStore, keyOf, restoredContent } from '../backup/support/backups.ts';
 import { type Content, expectSameContent, fillRandom, populate } from '../backup/support/dataset.ts';
 import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
+import { holdLock, publishEvent } from '../support/bus.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
@@ -197,26 +194,6 @@ describe('restore', () => {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-  /**
-   * Takes the lock of cache as the functions do (reconcile, health, backup and restore runs of
-   * cache all wait for it); resolves to its release.
-   */
-  const holdClusterLock = async () => {
-    const bus = await connectBus(b.info.natsUrl, `${ns}-lock`);
-    const locks = await objectLocks(bus, { owner: `${ns}/test` });
-    const lease = await locks.acquire(
-      objectKeyOf({ kind: 'RedisCluster', namespace: ns, name: 'cache' }),
-      {},
-    );
-    let released: Promise<void> | undefined;
-    return () =>
-      (released ??= (async () => {
-        await lease.release();
-        await locks.close();
-        await bus.close();
-      })());
-  };
-
   beforeAll(async () => {
     await installCrds(b.info);
     ns = await createNamespace(b.core, 'restore');
@@ -822,7 +799,7 @@ describe('restore', () => {
     const safety = await waitingOnSafety('r-copied', 'copied-source');
     // While the test holds the cluster's lock no run of r-copied's own goes: a run that moves it
     // now is one beside them.
-    const release = await holdClusterLock();
+    const release = await holdLock(b, { kind: 'RedisCluster', namespace: ns, name: 'cache' });
     try {
       await markFinished('r-copied-safety');
       // Anyone who may create Backups can copy its annotations onto a Backup of another cluster.
@@ -842,9 +819,9 @@ describe('restore', () => {
         },
       })) as Backup;
       // Its outcome, as the backup function publishes one (its own builder).
-      const bus = await connectBus(b.info.natsUrl, `${ns}-outcome`);
-      try {
-        const { seq } = await jetStreamPublisher(bus.js).publish(
+      expect(
+        await publishEvent(
+          b,
           backupOutcome(
             { backup: copied, key: { namespace: ns, name: 'copied-annotations' } },
             'tideway/backup',
@@ -852,11 +829,8 @@ describe('restore', () => {
             { location: `s3://${s3.bucket}/${prefix}/no-such-object`, size: 0 },
             new Date(),
           ),
-        );
-        expect(seq).toBeGreaterThan(0);
-      } finally {
-        await bus.close();
-      }
+        ),
+      ).toBeGreaterThan(0);
       // A run of r-copied would go on to load at once (checked by taking the check out).
       await sleep(5000);
       expect((await rs.get('r-copied')).status?.phase).toBe('SafetyBackup');
