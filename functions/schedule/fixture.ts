@@ -1,5 +1,7 @@
 import type { CloudEvent } from 'cloudevents';
+import { EventType } from '../../shared/events/types.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { handler } from './index.ts';
 
 // An in-memory stand-in for the CustomObjectsApi calls functions/schedule makes, for unit tests of
 // whole handler runs: objects keyed by plural and name, resourceVersions, delete preconditions
@@ -210,3 +212,31 @@ export const eventOf = (type: string, kind: string, name: string, data: unknown 
     ...(uid ? { uid } : {}),
     data,
   }) as unknown as CloudEvent<unknown>;
+
+export const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
+
+/** The run of a per-minute schedule due now. */
+export const thisMinute = () => {
+  const at = new Date(Date.now() - 2000);
+  at.setUTCSeconds(0, 0);
+  return at;
+};
+
+/**
+ * The watcher's tick for the run at `at` of the schedule with `uid`, handled 2 s after it (as
+ * ticks arrive). The clock is fixed: on the real one, a run that crossed a minute boundary would
+ * find its successor due and skip (Superseded), whatever the test is about.
+ */
+export const tick = (k: ReturnType<typeof fakeKube>, at: Date, uid = 'sched-uid') => {
+  Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 2000) });
+  return handler(
+    eventOf(
+      EventType.scheduleTick,
+      'BackupSchedule',
+      'nightly',
+      { scheduledTime: at.toISOString(), missedBefore: 0 },
+      uid,
+    ),
+    k.ctx,
+  );
+};

@@ -1,33 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { EventType } from '../../shared/events/types.ts';
-import { backupObj, clusterObj, eventOf, fakeKube, scheduleObj } from './fixture.ts';
+import {
+  backupObj,
+  clusterObj,
+  eventOf,
+  fakeKube,
+  minutesAgo,
+  scheduleObj,
+  thisMinute,
+  tick,
+} from './fixture.ts';
 import { handler } from './index.ts';
-
-const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
-/** The run of a per-minute schedule due now. */
-const thisMinute = () => {
-  const at = new Date(Date.now() - 2000);
-  at.setUTCSeconds(0, 0);
-  return at;
-};
-/**
- * The watcher's tick for the run at `at`, handled 2 s after it (as ticks arrive). The clock is
- * fixed: on the real one, a run that crossed a minute boundary would find its successor due and
- * skip (Superseded), whatever the test is about.
- */
-const tick = (k: ReturnType<typeof fakeKube>, at: Date) => {
-  Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 2000) });
-  return handler(
-    eventOf(
-      EventType.scheduleTick,
-      'BackupSchedule',
-      'nightly',
-      { scheduledTime: at.toISOString(), missedBefore: 0 },
-      'sched-uid',
-    ),
-    k.ctx,
-  );
-};
 
 describe('schedule runs beside Backups that change (whole handler runs on an in-memory API)', () => {
   it('Replace keeps a Backup that completed between the look and the delete: the newest Completed is never deleted', async () => {

@@ -30,6 +30,13 @@ describe('cron', () => {
     expect(next('30 2 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z')).toBe('2026-03-30T00:30:00.000Z');
   });
 
+  it('fires a local time that DST repeats once per instant', () => {
+    // Europe/Berlin falls back from 03:00 to 02:00 on 2026-10-25: 02:30 happens at 00:30 and 01:30 UTC.
+    expect(next('30 2 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z')).toBe('2026-10-25T00:30:00.000Z');
+    expect(next('30 2 * * *', 'Europe/Berlin', '2026-10-25T00:30:00Z')).toBe('2026-10-25T01:30:00.000Z');
+    expect(next('30 2 * * *', 'Europe/Berlin', '2026-10-25T01:30:00Z')).toBe('2026-10-26T01:30:00.000Z');
+  });
+
   it('fires at midnight after a spring-forward day, and at the first minute of a day whose midnight is skipped', () => {
     // Europe/Berlin springs forward on Sunday 2026-03-29: that day is 23 hours long.
     expect(next('0 0 * * 1', 'Europe/Berlin', '2026-03-28T12:00:00Z')).toBe('2026-03-29T22:00:00.000Z');
