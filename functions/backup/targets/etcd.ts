@@ -14,7 +14,6 @@ import {
 import { memberOf } from '../../../shared/etcdcluster/desired.ts';
 import { listMemberPods } from '../../../shared/etcdcluster/kube.ts';
 import { endpointOf as memberEndpoint } from '../../../shared/etcdcluster/names.ts';
-import { sameCluster } from '../../../shared/etcdcluster/observe.ts';
 import { clientTlsOf } from '../../../shared/etcdcluster/tls/ensure.ts';
 import { tlsSecretNames } from '../../../shared/etcdcluster/tls/sans.ts';
 import { isNotFound } from '../../../shared/kube/errors.ts';
@@ -98,10 +97,7 @@ export const etcdTarget = (kube: KubeConfig, namespace: string, ec: EtcdCluster)
           if (!member) return [];
           const endpoint = endpointOf(now, p);
           const status = endpoint
-            ? client
-                .status(endpoint, { timeoutMs: CALL_MS })
-                .then((s) => (sameCluster(now.status?.clusterID, s.header.clusterId) ? s : undefined))
-                .catch(() => undefined)
+            ? client.status(endpoint, { timeoutMs: CALL_MS }).catch(() => undefined)
             : Promise.resolve(undefined);
           return [
             status.then((s) => ({
@@ -114,13 +110,13 @@ export const etcdTarget = (kube: KubeConfig, namespace: string, ec: EtcdCluster)
           ];
         }),
       );
-      const list: Source[] = etcdBackupSources(candidates, preference).map((m) => ({
+      const list: Source[] = etcdBackupSources(candidates, preference, now.status?.clusterID).map((m) => ({
         pod: m.pod,
         product: 'etcd',
         version: m.status.version,
         member: m,
       }));
-      return { list, none: noEtcdSourceReason(candidates) };
+      return { list, none: noEtcdSourceReason(candidates, now.status?.clusterID) };
     } finally {
       client.close();
     }
