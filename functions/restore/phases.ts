@@ -220,7 +220,19 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
       data: 'untouched',
       at: 'SafetyBackup',
     });
-  if (phase !== 'Completed') return retryAfter(run.safetyRecheckMs, 'SafetyBackup');
+  if (phase !== 'Completed') {
+    // The wait ends before the runtime's retries of this delivery do: the Restore finishes with a
+    // reason (its Backups let go, the cluster free for another restore), never left waiting with
+    // RetriesExhausted, which no outcome takes up again (waiting.ts).
+    if (run.ctx.attempt >= run.ctx.maxAttempts - 1)
+      return failRestore(run, {
+        reason: 'SafetyBackupTimedOut',
+        message: `safety backup ${name} was still ${phase ?? 'Pending'} after ${run.ctx.attempt} looks; nothing was restored: see Backup ${name}, then create the Restore again (or set safetyBackup: false)`,
+        data: 'untouched',
+        at: 'SafetyBackup',
+      });
+    return retryAfter(run.safetyRecheckMs, 'SafetyBackup');
+  }
   await recordEvent(run, {
     type: 'Normal',
     reason: 'SafetyBackupCompleted',

@@ -9,7 +9,11 @@ const restore = {
   kind: 'Restore',
   metadata: { name: 'r1', namespace: 'prod', uid: 'u-r1' },
   spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
-  status: { phase: 'SafetyBackup', safetyBackup: 'r1-safety' },
+  status: {
+    phase: 'SafetyBackup',
+    safetyBackup: 'r1-safety',
+    conditions: [{ type: 'Completed', status: 'False', reason: 'SafetyBackup', message: 'waiting' }],
+  },
 } as unknown as Restore;
 
 /** The lock a Backup's outcome event gives its run, as the backup function publishes it. */
@@ -55,5 +59,28 @@ describe('waitsFor', () => {
     // Before the Restore recorded a safety backup, nothing is waited for.
     const early = { ...restore, status: { phase: 'Verifying' } } as unknown as Restore;
     expect(waitsFor({ uid: 'u-r1', backup: 'r1-safety', lock }, early)).toBe(false);
+  });
+
+  it('never a Restore that no longer waits: given up on by the runtime, or gone on to load', () => {
+    const lock = lockOf({ name: 'r1-safety', cluster: 'main', clusterkind: 'RedisCluster' });
+    const w = { uid: 'u-r1', backup: 'r1-safety', lock };
+    const given = {
+      ...restore,
+      status: {
+        ...restore.status,
+        conditions: [{ type: 'Completed', status: 'False', reason: 'RetriesExhausted', message: 'gave up' }],
+      },
+    } as unknown as Restore;
+    expect(waitsFor(w, given)).toBe(false);
+    const loading = {
+      ...restore,
+      status: {
+        ...restore.status,
+        phase: 'Restoring',
+        conditions: [{ type: 'Completed', status: 'False', reason: 'Restoring', message: 'loading' }],
+      },
+    } as unknown as Restore;
+    expect(waitsFor(w, loading)).toBe(false);
+    expect(waitsFor(w, restore)).toBe(true);
   });
 });

@@ -3,8 +3,10 @@ import type { Restore } from '../../shared/api/generated.ts';
 import { clusterLockKey } from '../../shared/events/cluster-lock-key.ts';
 import { extension } from '../../shared/events/extension.ts';
 import { EventType } from '../../shared/events/types.ts';
+import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { readBackup } from './kube.ts';
+import { CONDITION } from './run.ts';
 import { MADE_BY } from './safety.ts';
 
 const OUTCOMES = new Set<string>([EventType.backupCompleted, EventType.backupFailed]);
@@ -50,11 +52,18 @@ export const waitingRestore = async (
 /**
  * Whether the Restore waits for that very Backup — its recorded safety backup, made by it (uid) —
  * and the run holds the lock the Restore's own runs take (its cluster's): a Backup of another
- * cluster, or one that only claims to be its safety backup, never runs it beside them.
+ * cluster, or one that only claims to be its safety backup, never runs it beside them. And
+ * whether it still waits: in SafetyBackup, with that phase's own condition. A Restore the runtime
+ * gave up on (its failure replaced the condition) is never taken up again by an outcome that comes
+ * late or again (the backup function announces a finished Backup at each of its events), nor is
+ * one that has gone on to load.
  */
 export const waitsFor = (w: Pick<Waiting, 'uid' | 'backup' | 'lock'>, restore: Restore) =>
   restore.metadata.uid === w.uid &&
   restore.status?.safetyBackup === w.backup &&
+  restore.status?.phase === 'SafetyBackup' &&
+  findCondition(restore.status?.conditions as Condition[] | undefined, CONDITION)?.reason ===
+    'SafetyBackup' &&
   w.lock ===
     clusterLockKey({
       kind: 'Restore',

@@ -1,0 +1,105 @@
+import type { CloudEvent } from 'cloudevents';
+import { describe, expect, it } from 'vitest';
+import type { RedisCluster, Restore } from '../../shared/api/generated.ts';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import type { LoadedRestore, RestoreStatus } from './kube.ts';
+import { safetyBackup } from './phases.ts';
+import type { Run } from './run.ts';
+import { MADE_BY } from './safety.ts';
+
+const restore = {
+  apiVersion: 'tideway.dev/v1alpha1',
+  kind: 'Restore',
+  metadata: { name: 'r1', namespace: 'prod', uid: 'u-r1', generation: 1 },
+  spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
+  status: { phase: 'SafetyBackup', safetyBackup: 'r1-safety', startedAt: '2026-11-27T00:00:00Z' },
+} as unknown as Restore;
+
+/** One look at an unfinished safety backup, on delivery `attempt` of `maxAttempts`, on an in-memory API. */
+const look = async (attempt: number, maxAttempts: number) => {
+  const backup = {
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'Backup',
+    metadata: {
+      name: 'r1-safety',
+      namespace: 'prod',
+      uid: 'u-s',
+      annotations: { [MADE_BY.restore]: 'r1', [MADE_BY.uid]: 'u-r1' },
+    },
+    spec: { cluster: { name: 'main' } },
+    status: { phase: 'Running' },
+  };
+  let status: RestoreStatus = structuredClone(restore.status ?? {});
+  const published: string[] = [];
+  const api = {
+    getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
+      if (a.plural === 'backups' && a.name === 'r1-safety') return structuredClone(backup);
+      throw Object.assign(new Error('not found'), { code: 404 });
+    },
+    createNamespacedEvent: async () => ({}),
+  };
+  const ctx = {
+    kube: { makeApiClient: () => api },
+    function: 'restore',
+    attempt,
+    maxAttempts,
+    clock: () => new Date('2026-11-27T08:00:00Z'),
+    fence: () => undefined,
+    log: { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} },
+    metrics: { inc: () => {}, observe: () => {}, set: () => {} },
+    publisher: {
+      publish: async (e: CloudEvent<unknown>) => {
+        published.push(e.type);
+        return { duplicate: false, seq: 1 };
+      },
+    },
+    signal: new AbortController().signal,
+    env: {},
+  } as unknown as HandlerContext;
+  const loaded = {
+    restore,
+    key: { namespace: 'prod', name: 'r1' },
+    regarding: {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'Restore',
+      namespace: 'prod',
+      name: 'r1',
+      uid: 'u-r1',
+    },
+    state: {},
+    writeStatus: async (mutate: (s: RestoreStatus) => RestoreStatus | undefined) => {
+      status = mutate(structuredClone(status)) ?? status;
+    },
+    writeState: async () => {},
+  } as unknown as LoadedRestore;
+  const run: Run = {
+    ctx,
+    event: { source: '/test' } as CloudEvent<unknown>,
+    loaded,
+    rc: { metadata: { name: 'main', namespace: 'prod' } } as RedisCluster,
+    feedHost: '10.0.0.1',
+    maxLoads: 3,
+    safetyRecheckMs: 30_000,
+  };
+  const outcome = await safetyBackup(run);
+  return { outcome, status, published };
+};
+
+describe('waiting for the safety backup', () => {
+  it('looks again while the runtime has retries left', async () => {
+    const { outcome, status } = await look(998, 1000);
+    expect(outcome).toMatchObject({ kind: 'retry', afterMs: 30_000 });
+    expect(status.phase).toBe('SafetyBackup');
+  });
+
+  it('ends before the retries do: Failed, SafetyBackupTimedOut, nothing touched, the outcome published', async () => {
+    const { outcome, status, published } = await look(999, 1000);
+    expect(outcome).toEqual({ kind: 'done' });
+    expect(status).toMatchObject({ phase: 'Failed', error: { reason: 'SafetyBackupTimedOut' } });
+    expect(status.error?.message).toMatch(
+      /safety backup r1-safety was still Running after 999 looks; nothing was restored/,
+    );
+    expect(status.conditions?.find((c) => c.type === 'ClusterData')).toMatchObject({ reason: 'Untouched' });
+    expect(published).toEqual(['dev.tideway.restore.failed']);
+  });
+});
