@@ -94,3 +94,77 @@ describe('a deleted Backup that a Restore uses', () => {
     expect(ended.events).not.toContain('InUse');
   });
 });
+
+// The stored object's deletion, with a store of its own: decided once, by resourceVersion, so that
+// a deletionPolicy changed meanwhile is never overrun.
+const stored = (o: { policy: 'Delete' | 'Retain'; decided?: boolean; changedMeanwhile?: boolean }) => {
+  const w = world({ phase: 'Completed', attempt: 1 });
+  const deleted: string[] = [];
+  const patches: { metadata: Record<string, unknown> }[] = [];
+  const backup = w.loaded.backup;
+  backup.spec = { ...backup.spec, deletionPolicy: o.policy };
+  backup.status = {
+    ...backup.status,
+    store: { s3: { bucket: 'b', prefix: 'p', credentialsSecret: { name: 'creds' } }, compression: 'zstd' },
+  } as never;
+  if (o.decided) backup.metadata.annotations = { 'tideway.dev/deleting-object': '2026-11-27T07:00:00Z' };
+  Object.assign(w.ctx, { clock: () => new Date('2026-11-27T08:00:00Z') });
+  const api = (w.ctx.kube.makeApiClient as () => Record<string, unknown>)();
+  api.patchNamespacedCustomObject = async (a: { body: { metadata: Record<string, unknown> } }) => {
+    patches.push(a.body);
+    if (a.body.metadata.annotations && o.changedMeanwhile)
+      throw Object.assign(new Error('conflict'), { code: 409 });
+    return {
+      ...backup,
+      metadata: { ...backup.metadata, resourceVersion: '8', annotations: a.body.metadata.annotations },
+    };
+  };
+  const resolve = async () => ({
+    store: {
+      url: (k: string) => `s3://b/${k}`,
+      abortUnfinished: async () => {},
+      delete: async (k: string) => void deleted.push(k),
+    },
+  });
+  const finalize = () => finalizeBackup(w.loaded, w.ctx, { resolveStore: resolve as never });
+  return { ...w, deleted, patches, finalize };
+};
+
+describe('a deleted Backup’s stored object', () => {
+  it('with Delete: the decision is written by resourceVersion, then the object and manifest go, then the finalizer', async () => {
+    const s = stored({ policy: 'Delete' });
+    expect(await s.finalize()).toMatchObject({ kind: 'done' });
+    expect(s.patches).toEqual([
+      {
+        metadata: {
+          resourceVersion: '7',
+          annotations: { 'tideway.dev/deleting-object': '2026-11-27T08:00:00Z' },
+        },
+      },
+      { metadata: { finalizers: [], resourceVersion: '8' } },
+    ]);
+    expect(s.deleted).toHaveLength(2);
+    expect(s.events).toEqual(['Deleted']);
+  });
+
+  it('changed since it was read (deletionPolicy Retain set meanwhile): nothing deleted, the next look decides', async () => {
+    const s = stored({ policy: 'Delete', changedMeanwhile: true });
+    expect(await s.finalize()).toMatchObject({ kind: 'retry', reason: 'BackupChanged' });
+    expect(s.deleted).toEqual([]);
+    expect(s.patches).toHaveLength(1);
+  });
+
+  it('with Retain: it stays, and the Event says so', async () => {
+    const s = stored({ policy: 'Retain' });
+    expect(await s.finalize()).toMatchObject({ kind: 'done' });
+    expect(s.deleted).toEqual([]);
+    expect(s.events).toEqual(['Retained']);
+  });
+
+  it('decided by an earlier look: deleted whatever the policy says now, and never said to be retained', async () => {
+    const s = stored({ policy: 'Retain', decided: true });
+    expect(await s.finalize()).toMatchObject({ kind: 'done' });
+    expect(s.deleted).toHaveLength(2);
+    expect(s.events).toEqual(['Deleted']);
+  });
+});

@@ -3,12 +3,15 @@ import { BackupSpecDefaults, type Restore, zRestore } from '../../shared/api/gen
 import { StoreError } from '../../shared/backup/errors.ts';
 import {
   BACKUP_FINALIZER,
+  DELETING_OBJECT_ANNOTATION,
   hasBackupFinalizer,
   type LoadedBackup,
+  markDeletingObject,
   setBackupFinalizers,
 } from '../../shared/backup/kube.ts';
 import { type BackupStoreSpec, resolveStore } from '../../shared/backup/store-config.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { rfc3339 } from '../../shared/kube/time.ts';
 import { restoresUsing } from '../../shared/restore/uses.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { recordEvents } from './report.ts';
@@ -48,7 +51,11 @@ export const listRestores = async (ctx: HandlerContext, namespace: string): Prom
  * or bucket gone, the credentials revoked) is reported in a Warning Event and the Backup goes: a
  * deletion must not hang forever on what cannot change.
  */
-export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext): Promise<Outcome> => {
+export const finalizeBackup = async (
+  loaded: LoadedBackup,
+  ctx: HandlerContext,
+  deps: { resolveStore: typeof resolveStore } = { resolveStore },
+): Promise<Outcome> => {
   const { backup } = loaded;
   if (!hasBackupFinalizer(backup)) return done;
   // A Completed Backup is kept while a restore loads from it or may roll back to it, whatever the
@@ -77,12 +84,15 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
       note: `still used by ${names} after ${ctx.attempt} looks: deleted anyway, a deletion must not hang for good`,
     });
   }
-  const remove = (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
+  // Decided once (the annotation): an earlier look may have deleted the object already.
+  const decided = backup.metadata.annotations?.[DELETING_OBJECT_ANNOTATION] !== undefined;
+  const remove = decided || (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
+  let current = backup;
   const spec = storeOf(loaded);
   if (spec) {
     const keys = keysOf(loaded, spec);
     try {
-      const { store } = await resolveStore({
+      const { store } = await deps.resolveStore({
         kube: ctx.kube,
         namespace: loaded.key.namespace,
         spec,
@@ -91,6 +101,13 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
       ctx.fence();
       await store.abortUnfinished(keys.object);
       if (remove) {
+        if (!decided) {
+          ctx.fence();
+          const marked = await markDeletingObject(ctx.kube, backup, rfc3339(ctx.clock()));
+          // Changed since it was read (deletionPolicy Retain, say): the next look decides.
+          if (!marked) return retryAfter(1000, 'BackupChanged');
+          current = marked;
+        }
         await store.delete(keys.object);
         await store.delete(keys.manifest);
         await recordEvents(ctx, loaded, undefined, {
@@ -120,8 +137,8 @@ export const finalizeBackup = async (loaded: LoadedBackup, ctx: HandlerContext):
   ctx.fence();
   await setBackupFinalizers(
     ctx.kube,
-    backup,
-    (backup.metadata.finalizers ?? []).filter((f) => f !== BACKUP_FINALIZER),
+    current,
+    (current.metadata.finalizers ?? []).filter((f) => f !== BACKUP_FINALIZER),
   );
   return done;
 };

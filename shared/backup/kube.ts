@@ -2,7 +2,7 @@ import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } fr
 import type { CloudEvent } from 'cloudevents';
 import { type Backup, type RedisCluster, zBackup, zRedisCluster } from '../api/generated.ts';
 import { extension } from '../events/extension.ts';
-import { isNotFound } from '../kube/errors.ts';
+import { isConflict, isNotFound } from '../kube/errors.ts';
 import { TIDEWAY_KINDS } from '../kube/resources.ts';
 import { updateStatus } from '../kube/status.ts';
 import { done, type HandlerContext, type Outcome, terminal } from '../runtime/handler.ts';
@@ -97,6 +97,40 @@ export const readCluster = async (
 export const hasBackupFinalizer = (b: Backup) => (b.metadata.finalizers ?? []).includes(BACKUP_FINALIZER);
 
 /** Sets the finalizers, conditional on the resourceVersion read (a concurrent change is a 409: retried). */
+/**
+ * Set on a deleted Backup right before its stored object is deleted: the decision, made by
+ * resourceVersion, so that a deletionPolicy changed since the Backup was read makes it conflict
+ * (and the next look reads the change), and one changed after it is too late (as after the end).
+ */
+export const DELETING_OBJECT_ANNOTATION = 'tideway.dev/deleting-object';
+
+/** Records that decision; the Backup as it is now, or undefined when it changed since `b` was read. */
+export const markDeletingObject = async (
+  kube: KubeConfig,
+  b: Backup,
+  at: string,
+): Promise<Backup | undefined> => {
+  try {
+    return (await kube.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+      {
+        ...BACKUP,
+        namespace: b.metadata.namespace ?? '',
+        name: b.metadata.name,
+        body: {
+          metadata: {
+            resourceVersion: b.metadata.resourceVersion,
+            annotations: { [DELETING_OBJECT_ANNOTATION]: at },
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as Backup;
+  } catch (error) {
+    if (isConflict(error)) return undefined;
+    throw error;
+  }
+};
+
 export const setBackupFinalizers = (kube: KubeConfig, b: Backup, finalizers: string[]) =>
   kube.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
     {
