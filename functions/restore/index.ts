@@ -9,7 +9,7 @@ import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
 import { safetyBackup, start, verifying } from './phases.ts';
 import { restoring } from './restoring.ts';
 import { FINISHED, type Run } from './run.ts';
-import { type Waiting, waitingRestore, waitsFor } from './waiting.ts';
+import { givenUp, type Waiting, waitingRestore, waitsFor } from './waiting.ts';
 
 export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
@@ -57,6 +57,10 @@ const handleRestore = async (
   const { restore, key } = loaded;
   const phase = restore.status?.phase ?? 'Pending';
   if (FINISHED.has(phase)) return done;
+  // An event of an earlier Restore of that name (deleted, made anew): the new one's own events
+  // drive it, never the earlier one's retries (their attempts are the earlier one's).
+  const uid = extension(event, 'uid');
+  if (!waiting && uid && uid !== restore.metadata.uid) return done;
   if (waiting && !waitsFor(waiting, restore)) return done;
   const env = zEnv.parse(ctx.env);
   const rc = await readCluster(ctx.kube, key.namespace, restore.spec.cluster.name);
@@ -89,6 +93,14 @@ const handleRestore = async (
       message:
         'the restore function has no TIDEWAY_RESTORE_FEED_HOST (the address of its pod that the cluster reaches): set it from the downward API (status.podIP) and create the Restore again',
       data: phase === 'Restoring' ? 'unknown' : 'untouched',
+    });
+  const abandoned = givenUp(restore);
+  if (abandoned)
+    return failRestore(run, {
+      reason: abandoned.reason,
+      message: `${abandoned.message}; nothing was restored: create the Restore again`,
+      data: 'untouched',
+      at: 'SafetyBackup',
     });
   switch (phase) {
     case 'Pending':

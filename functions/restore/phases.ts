@@ -176,6 +176,9 @@ const safetyStore = async (run: Run): Promise<BackupStoreSpec | undefined> => {
   return (b?.status?.store as BackupStoreSpec | undefined) ?? b?.spec.store;
 };
 
+/** Looks of its delivery left when the wait for a safety backup gives up. */
+export const SAFETY_WAIT_MARGIN = 10;
+
 /**
  * SafetyBackup: a Backup of the current data, made by the backup function, which takes this
  * cluster's lock to choose its source — so this run makes it and lets go (waiting for it while
@@ -221,10 +224,10 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
       at: 'SafetyBackup',
     });
   if (phase !== 'Completed') {
-    // The wait ends before the runtime's retries of this delivery do: the Restore finishes with a
-    // reason (its Backups let go, the cluster free for another restore), never left waiting with
-    // RetriesExhausted, which no outcome takes up again (waiting.ts).
-    if (run.ctx.attempt >= run.ctx.maxAttempts - 1)
+    // The wait ends well before the runtime's retries of this delivery do (a few looks that fail
+    // on their own must not use them up): the Restore finishes with a reason, its Backups let go
+    // and the cluster free for another restore.
+    if (run.ctx.attempt >= run.ctx.maxAttempts - SAFETY_WAIT_MARGIN)
       return failRestore(run, {
         reason: 'SafetyBackupTimedOut',
         message: `safety backup ${name} was still ${phase ?? 'Pending'} after ${run.ctx.attempt} looks; nothing was restored: see Backup ${name}, then create the Restore again (or set safetyBackup: false)`,

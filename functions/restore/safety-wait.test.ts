@@ -87,17 +87,17 @@ const look = async (attempt: number, maxAttempts: number) => {
 
 describe('waiting for the safety backup', () => {
   it('looks again while the runtime has retries left', async () => {
-    const { outcome, status } = await look(998, 1000);
+    const { outcome, status } = await look(989, 1000);
     expect(outcome).toMatchObject({ kind: 'retry', afterMs: 30_000 });
     expect(status.phase).toBe('SafetyBackup');
   });
 
-  it('ends before the retries do: Failed, SafetyBackupTimedOut, nothing touched, the outcome published', async () => {
-    const { outcome, status, published } = await look(999, 1000);
+  it('ends ten looks before the retries do: Failed, SafetyBackupTimedOut, nothing touched, the outcome published', async () => {
+    const { outcome, status, published } = await look(990, 1000);
     expect(outcome).toEqual({ kind: 'done' });
     expect(status).toMatchObject({ phase: 'Failed', error: { reason: 'SafetyBackupTimedOut' } });
     expect(status.error?.message).toMatch(
-      /safety backup r1-safety was still Running after 999 looks; nothing was restored/,
+      /safety backup r1-safety was still Running after 990 looks; nothing was restored/,
     );
     expect(status.conditions?.find((c) => c.type === 'ClusterData')).toMatchObject({ reason: 'Untouched' });
     expect(published).toEqual(['dev.tideway.restore.failed']);

@@ -2,7 +2,7 @@ import { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
 import { clusterLockKey } from '../../shared/events/cluster-lock-key.ts';
-import { waitsFor } from './waiting.ts';
+import { givenUp, waitsFor } from './waiting.ts';
 
 const restore = {
   apiVersion: 'tideway.dev/v1alpha1',
@@ -61,17 +61,9 @@ describe('waitsFor', () => {
     expect(waitsFor({ uid: 'u-r1', backup: 'r1-safety', lock }, early)).toBe(false);
   });
 
-  it('never a Restore that no longer waits: given up on by the runtime, or gone on to load', () => {
+  it('never a Restore gone on to load; one the runtime gave up on is found out (givenUp), to be ended', () => {
     const lock = lockOf({ name: 'r1-safety', cluster: 'main', clusterkind: 'RedisCluster' });
     const w = { uid: 'u-r1', backup: 'r1-safety', lock };
-    const given = {
-      ...restore,
-      status: {
-        ...restore.status,
-        conditions: [{ type: 'Completed', status: 'False', reason: 'RetriesExhausted', message: 'gave up' }],
-      },
-    } as unknown as Restore;
-    expect(waitsFor(w, given)).toBe(false);
     const loading = {
       ...restore,
       status: {
@@ -81,6 +73,16 @@ describe('waitsFor', () => {
       },
     } as unknown as Restore;
     expect(waitsFor(w, loading)).toBe(false);
+    const given = {
+      ...restore,
+      status: {
+        ...restore.status,
+        conditions: [{ type: 'Completed', status: 'False', reason: 'RetriesExhausted', message: 'gave up' }],
+      },
+    } as unknown as Restore;
+    expect(givenUp(given)).toMatchObject({ reason: 'RetriesExhausted' });
+    expect(givenUp(restore)).toBeUndefined();
+    expect(givenUp(loading)).toBeUndefined();
     expect(waitsFor(w, restore)).toBe(true);
   });
 });

@@ -52,18 +52,14 @@ export const waitingRestore = async (
 /**
  * Whether the Restore waits for that very Backup — its recorded safety backup, made by it (uid) —
  * and the run holds the lock the Restore's own runs take (its cluster's): a Backup of another
- * cluster, or one that only claims to be its safety backup, never runs it beside them. And
- * whether it still waits: in SafetyBackup, with that phase's own condition. A Restore the runtime
- * gave up on (its failure replaced the condition) is never taken up again by an outcome that comes
- * late or again (the backup function announces a finished Backup at each of its events), nor is
- * one that has gone on to load.
+ * cluster, or one that only claims to be its safety backup, never runs it beside them. Only in
+ * SafetyBackup: an outcome that comes late or again (the backup function announces a finished
+ * Backup at each of its events) never drives a Restore that has gone on to load.
  */
 export const waitsFor = (w: Pick<Waiting, 'uid' | 'backup' | 'lock'>, restore: Restore) =>
   restore.metadata.uid === w.uid &&
   restore.status?.safetyBackup === w.backup &&
   restore.status?.phase === 'SafetyBackup' &&
-  findCondition(restore.status?.conditions as Condition[] | undefined, CONDITION)?.reason ===
-    'SafetyBackup' &&
   w.lock ===
     clusterLockKey({
       kind: 'Restore',
@@ -71,3 +67,15 @@ export const waitsFor = (w: Pick<Waiting, 'uid' | 'backup' | 'lock'>, restore: R
       name: restore.metadata.name,
       cluster: restore.spec.cluster.name,
     } as unknown as CloudEvent<unknown>);
+
+/**
+ * The runtime's failure report on a Restore in SafetyBackup (RetriesExhausted, or a terminal
+ * error), which replaced that phase's own condition; undefined while it waits as it should. Such
+ * a Restore is ended, never taken up again: a safety backup finishing hours later must not load
+ * the backup over what the cluster has had since.
+ */
+export const givenUp = (restore: Restore): Condition | undefined => {
+  if (restore.status?.phase !== 'SafetyBackup') return undefined;
+  const c = findCondition(restore.status.conditions as Condition[] | undefined, CONDITION);
+  return c && c.reason !== 'SafetyBackup' ? c : undefined;
+};

@@ -1,0 +1,131 @@
+import type { CloudEvent } from 'cloudevents';
+import { describe, expect, it } from 'vitest';
+import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { handler } from './index.ts';
+import { MADE_BY } from './safety.ts';
+
+// The restore handler's first decisions, on an in-memory API: which event may drive which Restore,
+// and what becomes of one the runtime gave up on.
+const world = (o: { condition: { reason: string; message: string } }) => {
+  const objects = new Map<string, Record<string, unknown>>();
+  const put = (plural: string, obj: { metadata: { name: string } }) =>
+    objects.set(`${plural}/${obj.metadata.name}`, structuredClone(obj) as Record<string, unknown>);
+  put('restores', {
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'Restore',
+    metadata: { name: 'r1', namespace: 'prod', uid: 'u-now', generation: 1, resourceVersion: '5' },
+    spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
+    status: {
+      phase: 'SafetyBackup',
+      safetyBackup: 'r1-safety',
+      startedAt: '2026-11-27T00:00:00Z',
+      conditions: [
+        { type: 'Completed', status: 'False', lastTransitionTime: '2026-11-27T00:00:00Z', ...o.condition },
+      ],
+    },
+  } as never);
+  put('redisclusters', {
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'RedisCluster',
+    metadata: { name: 'main', namespace: 'prod', uid: 'u-rc' },
+    spec: {},
+  } as never);
+  // Finished: a run that goes on would load (it is never reached here).
+  put('backups', {
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'Backup',
+    metadata: {
+      name: 'r1-safety',
+      namespace: 'prod',
+      uid: 'u-s',
+      annotations: { [MADE_BY.restore]: 'r1', [MADE_BY.uid]: 'u-now' },
+    },
+    spec: { cluster: { name: 'main' } },
+    status: { phase: 'Running' },
+  } as never);
+  const published: string[] = [];
+  const api = {
+    getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
+      const obj = objects.get(`${a.plural}/${a.name}`);
+      if (!obj) throw Object.assign(new Error('not found'), { code: 404 });
+      return structuredClone(obj);
+    },
+    replaceNamespacedCustomObjectStatus: async (a: {
+      plural: string;
+      name: string;
+      body: Record<string, unknown>;
+    }) => {
+      objects.set(`${a.plural}/${a.name}`, structuredClone(a.body));
+      return a.body;
+    },
+    createNamespacedEvent: async () => ({}),
+  };
+  const ctx = {
+    kube: { makeApiClient: () => api },
+    function: 'restore',
+    attempt: 1,
+    maxAttempts: 1000,
+    clock: () => new Date('2026-11-27T08:00:00Z'),
+    fence: () => undefined,
+    log: { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} },
+    metrics: { inc: () => {}, observe: () => {}, set: () => {} },
+    publisher: {
+      publish: async (e: CloudEvent<unknown>) => {
+        published.push(e.type);
+        return { duplicate: false, seq: 1 };
+      },
+    },
+    signal: new AbortController().signal,
+    env: { TIDEWAY_RESTORE_FEED_HOST: '10.0.0.1', TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '30000' },
+  } as unknown as HandlerContext;
+  const event = (uid: string) =>
+    ({
+      id: 'e1',
+      type: 'dev.tideway.resource.updated',
+      source: '/watcher',
+      kind: 'Restore',
+      namespace: 'prod',
+      name: 'r1',
+      cluster: 'main',
+      uid,
+    }) as unknown as CloudEvent<unknown>;
+  const status = () => (objects.get('restores/r1') as { status: Record<string, unknown> }).status;
+  return { ctx, event, status, published };
+};
+
+const waiting = {
+  reason: 'SafetyBackup',
+  message: 'backing up the current data into Backup r1-safety first',
+};
+
+describe('the restore handler', () => {
+  it('looks at its own Restore on its own events: waiting for the safety backup, it looks again later', async () => {
+    const w = world({ condition: waiting });
+    expect(await handler(w.event('u-now'), w.ctx)).toMatchObject({ kind: 'retry', reason: 'SafetyBackup' });
+  });
+
+  it('takes no event of an earlier Restore of the same name as its own (their retries are not its)', async () => {
+    const w = world({ condition: waiting });
+    Object.assign(w.ctx, { attempt: 995 });
+    // On its own events, the 995th look ends the wait; on the earlier one's, nothing happens.
+    expect(await handler(w.event('u-earlier'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.status()).toMatchObject({ phase: 'SafetyBackup' });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.status()).toMatchObject({ phase: 'Failed', error: { reason: 'SafetyBackupTimedOut' } });
+  });
+
+  it('ends a Restore the runtime gave up on in SafetyBackup: Failed with that reason, nothing touched, never loaded', async () => {
+    const w = world({
+      condition: { reason: 'RetriesExhausted', message: 'gave up after 1000 attempts: SafetyBackup' },
+    });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.status()).toMatchObject({
+      phase: 'Failed',
+      error: {
+        reason: 'RetriesExhausted',
+        message: 'gave up after 1000 attempts: SafetyBackup; nothing was restored: create the Restore again',
+      },
+    });
+    expect(w.published).toEqual(['dev.tideway.restore.failed']);
+  });
+});
