@@ -97,7 +97,13 @@ describe('a deleted Backup that a Restore uses', () => {
 
 // The stored object's deletion, with a store of its own: decided once, by resourceVersion, so that
 // a deletionPolicy changed meanwhile is never overrun.
-const stored = (o: { policy: 'Delete' | 'Retain'; decided?: boolean; changedMeanwhile?: boolean }) => {
+const stored = (o: {
+  policy: 'Delete' | 'Retain';
+  decided?: boolean;
+  changedMeanwhile?: boolean;
+  /** Whether the object is still in the store (an earlier look may have deleted it). */
+  present?: boolean;
+}) => {
   const w = world({ phase: 'Completed', attempt: 1 });
   const deleted: string[] = [];
   const patches: { metadata: Record<string, unknown> }[] = [];
@@ -124,6 +130,7 @@ const stored = (o: { policy: 'Delete' | 'Retain'; decided?: boolean; changedMean
       url: (k: string) => `s3://b/${k}`,
       abortUnfinished: async () => {},
       delete: async (k: string) => void deleted.push(k),
+      head: async () => (o.present === false ? undefined : { size: 10 }),
     },
   });
   const finalize = () => finalizeBackup(w.loaded, w.ctx, { resolveStore: resolve as never });
@@ -161,10 +168,24 @@ describe('a deleted Backup’s stored object', () => {
     expect(s.events).toEqual(['Retained']);
   });
 
-  it('decided by an earlier look: deleted whatever the policy says now, and never said to be retained', async () => {
+  it('decided by an earlier look, then Retain set while the store did not answer: the object, still there, stays', async () => {
     const s = stored({ policy: 'Retain', decided: true });
+    expect(await s.finalize()).toMatchObject({ kind: 'done' });
+    expect(s.deleted).toEqual([]);
+    expect(s.events).toEqual(['Retained']);
+  });
+
+  it('decided by an earlier look that deleted the object: its manifest goes too, and it is never said to be retained', async () => {
+    const s = stored({ policy: 'Retain', decided: true, present: false });
     expect(await s.finalize()).toMatchObject({ kind: 'done' });
     expect(s.deleted).toHaveLength(2);
     expect(s.events).toEqual(['Deleted']);
+  });
+
+  it('decided by an earlier look, Delete still: deleted again (a missing object is no error), no second decision', async () => {
+    const s = stored({ policy: 'Delete', decided: true, present: false });
+    expect(await s.finalize()).toMatchObject({ kind: 'done' });
+    expect(s.deleted).toHaveLength(2);
+    expect(s.patches).toEqual([{ metadata: { finalizers: [], resourceVersion: '7' } }]);
   });
 });

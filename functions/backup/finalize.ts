@@ -84,9 +84,10 @@ export const finalizeBackup = async (
       note: `still used by ${names} after ${ctx.attempt} looks: deleted anyway, a deletion must not hang for good`,
     });
   }
-  // Decided once (the annotation): an earlier look may have deleted the object already.
+  const byPolicy = (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
+  // An earlier look decided to delete the object (the annotation) and may have done so.
   const decided = backup.metadata.annotations?.[DELETING_OBJECT_ANNOTATION] !== undefined;
-  const remove = decided || (backup.spec.deletionPolicy ?? BackupSpecDefaults.deletionPolicy) === 'Delete';
+  let remove = byPolicy;
   let current = backup;
   const spec = storeOf(loaded);
   if (spec) {
@@ -100,6 +101,9 @@ export const finalizeBackup = async (
       });
       ctx.fence();
       await store.abortUnfinished(keys.object);
+      // Retain set since that decision: kept if the object is still there (that look did not get
+      // to it: the store did not answer); if it is gone, the deletion is finished and said so.
+      if (!byPolicy && decided) remove = !(await store.head(keys.object));
       if (remove) {
         if (!decided) {
           ctx.fence();

@@ -96,11 +96,11 @@ export const readCluster = async (
 
 export const hasBackupFinalizer = (b: Backup) => (b.metadata.finalizers ?? []).includes(BACKUP_FINALIZER);
 
-/** Sets the finalizers, conditional on the resourceVersion read (a concurrent change is a 409: retried). */
 /**
  * Set on a deleted Backup right before its stored object is deleted: the decision, made by
  * resourceVersion, so that a deletionPolicy changed since the Backup was read makes it conflict
- * (and the next look reads the change), and one changed after it is too late (as after the end).
+ * (and the next look reads the change). A later look that finds it and Retain keeps the object
+ * if it is still there.
  */
 export const DELETING_OBJECT_ANNOTATION = 'tideway.dev/deleting-object';
 
@@ -131,6 +131,7 @@ export const markDeletingObject = async (
   }
 };
 
+/** Sets the finalizers, conditional on the resourceVersion read (a concurrent change is a 409: retried). */
 export const setBackupFinalizers = (kube: KubeConfig, b: Backup, finalizers: string[]) =>
   kube.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
     {
