@@ -3,17 +3,31 @@ import { describe, expect, it } from 'vitest';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { handler } from './index.ts';
 import { MADE_BY } from './safety.ts';
+import { STATE_ANNOTATION } from './state.ts';
 
 // The restore handler's first decisions, on an in-memory API: which event may drive which Restore,
 // and what becomes of one the runtime gave up on.
-const world = (o: { condition: { reason: string; message: string } }) => {
+const world = (o: {
+  condition: { reason: string; message: string };
+  /** The cluster carries Restoring=True naming r1 (a run marked it). */
+  marked?: boolean;
+  /** The Restore's state annotation (its record of a load). */
+  state?: Record<string, unknown>;
+}) => {
   const objects = new Map<string, Record<string, unknown>>();
   const put = (plural: string, obj: { metadata: { name: string } }) =>
     objects.set(`${plural}/${obj.metadata.name}`, structuredClone(obj) as Record<string, unknown>);
   put('restores', {
     apiVersion: 'tideway.dev/v1alpha1',
     kind: 'Restore',
-    metadata: { name: 'r1', namespace: 'prod', uid: 'u-now', generation: 1, resourceVersion: '5' },
+    metadata: {
+      name: 'r1',
+      namespace: 'prod',
+      uid: 'u-now',
+      generation: 1,
+      resourceVersion: '5',
+      ...(o.state ? { annotations: { [STATE_ANNOTATION]: JSON.stringify(o.state) } } : {}),
+    },
     spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
     status: {
       phase: 'SafetyBackup',
@@ -29,6 +43,19 @@ const world = (o: { condition: { reason: string; message: string } }) => {
     kind: 'RedisCluster',
     metadata: { name: 'main', namespace: 'prod', uid: 'u-rc' },
     spec: {},
+    status: o.marked
+      ? {
+          conditions: [
+            {
+              type: 'Restoring',
+              status: 'True',
+              reason: 'Restoring',
+              message: 'Restore r1 loads backup b1',
+              lastTransitionTime: '2026-11-27T00:00:00Z',
+            },
+          ],
+        }
+      : {},
   } as never);
   // Finished: a run that goes on would load (it is never reached here).
   put('backups', {
@@ -90,7 +117,32 @@ const world = (o: { condition: { reason: string; message: string } }) => {
       uid,
     }) as unknown as CloudEvent<unknown>;
   const status = () => (objects.get('restores/r1') as { status: Record<string, unknown> }).status;
-  return { ctx, event, status, published };
+  const restoring = () =>
+    (
+      objects.get('redisclusters/main') as { status: { conditions?: { type: string; status: string }[] } }
+    ).status.conditions?.find((c) => c.type === 'Restoring');
+  /** The watcher's deleted event of an earlier r1 (uid u-earlier), with its last state; it loaded nothing. */
+  const deletedEarlier = () =>
+    ({
+      id: 'e-deleted',
+      type: 'dev.tideway.resource.deleted',
+      source: '/watcher',
+      kind: 'Restore',
+      namespace: 'prod',
+      name: 'r1',
+      cluster: 'main',
+      uid: 'u-earlier',
+      data: {
+        object: {
+          apiVersion: 'tideway.dev/v1alpha1',
+          kind: 'Restore',
+          metadata: { name: 'r1', namespace: 'prod', uid: 'u-earlier' },
+          spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
+          status: { phase: 'Verifying' },
+        },
+      },
+    }) as unknown as CloudEvent<unknown>;
+  return { ctx, event, status, published, restoring, deletedEarlier };
 };
 
 const waiting = {
@@ -127,5 +179,35 @@ describe('the restore handler', () => {
       },
     });
     expect(w.published).toEqual(['dev.tideway.restore.failed']);
+  });
+
+  it('ending a Restore given up on also ends the mark it left on its cluster (a run stopped between the two)', async () => {
+    const w = world({ condition: { reason: 'RetriesExhausted', message: 'gave up' }, marked: true });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
+  });
+
+  it("an earlier Restore's deletion ends its mark on the cluster, though a new one of the name exists that loaded nothing", async () => {
+    const w = world({ condition: waiting, marked: true });
+    expect(await handler(w.deletedEarlier(), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.restoring()).toMatchObject({ status: 'False', reason: 'RestoreDeleted' });
+    expect(w.status()).toMatchObject({ phase: 'SafetyBackup' });
+  });
+
+  it('…but not once the new one has loaded: the mark, found by name, is then the new one’s', async () => {
+    const load = {
+      of: 'restore',
+      attempt: 1,
+      replid: 'a'.repeat(40),
+      pod: 'main-0',
+      feedHost: '10.0.0.1',
+      delivered: false,
+      before: { runId: 'r', replid: 'b'.repeat(40), offset: 0, keys: 0 },
+      rdbSize: 0,
+      startedAt: '2026-11-27T07:00:00Z',
+    };
+    const w = world({ condition: waiting, marked: true, state: { load } });
+    expect(await handler(w.deletedEarlier(), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.restoring()).toMatchObject({ status: 'True' });
   });
 });

@@ -1,6 +1,7 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { extension } from '../../shared/events/extension.ts';
+import { EventType } from '../../shared/events/types.ts';
 import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
 import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failRestore } from './finish.ts';
@@ -55,12 +56,15 @@ const handleRestore = async (
   if (loaded === undefined) return waiting ? done : restoreGone(event, ctx);
   if (isRestoreOutcome(loaded)) return loaded;
   const { restore, key } = loaded;
+  // An event of an earlier Restore of that name (deleted, made anew): the new one's own events
+  // drive it, never the earlier one's retries (their attempts are the earlier one's). The earlier
+  // one's deletion still ends what it left on its cluster, unless the new one has loaded since
+  // (a cluster's mark is found by the Restore's name: it would be the new one's).
+  const uid = extension(event, 'uid');
+  if (!waiting && uid && uid !== restore.metadata.uid)
+    return event.type === EventType.deleted && !loaded.state.load ? restoreGone(event, ctx) : done;
   const phase = restore.status?.phase ?? 'Pending';
   if (FINISHED.has(phase)) return done;
-  // An event of an earlier Restore of that name (deleted, made anew): the new one's own events
-  // drive it, never the earlier one's retries (their attempts are the earlier one's).
-  const uid = extension(event, 'uid');
-  if (!waiting && uid && uid !== restore.metadata.uid) return done;
   if (waiting && !waitsFor(waiting, restore)) return done;
   const env = zEnv.parse(ctx.env);
   const rc = await readCluster(ctx.kube, key.namespace, restore.spec.cluster.name);
@@ -101,6 +105,8 @@ const handleRestore = async (
       message: `${abandoned.message}; nothing was restored: create the Restore again`,
       data: 'untouched',
       at: 'SafetyBackup',
+      // A run may have marked the cluster and stopped before it entered Restoring.
+      marked: true,
     });
   switch (phase) {
     case 'Pending':

@@ -176,7 +176,7 @@ const safetyStore = async (run: Run): Promise<BackupStoreSpec | undefined> => {
   return (b?.status?.store as BackupStoreSpec | undefined) ?? b?.spec.store;
 };
 
-/** Looks of its delivery left when the wait for a safety backup gives up. */
+/** Looks of its delivery left when the wait for a safety backup gives up (half, with fewer than twice as many). */
 export const SAFETY_WAIT_MARGIN = 10;
 
 /**
@@ -198,6 +198,7 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
         message: `no store for the safety backup: set spec.backup.store on RedisCluster ${restore.spec.cluster.name}, or set safetyBackup: false`,
         data: 'untouched',
         at: 'SafetyBackup',
+        marked: true,
       });
     run.ctx.fence();
     if (await createBackup(run.ctx.kube, run.loaded.key.namespace, safetyBackupOf(restore, store)))
@@ -214,6 +215,7 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
       message: `Backup ${name} exists and was not made by this Restore (an earlier Restore of the same name made it, or someone else): delete or rename it, or give this Restore another name`,
       data: 'untouched',
       at: 'SafetyBackup',
+      marked: true,
     });
   const phase = b.status?.phase;
   if (phase === 'Failed')
@@ -222,17 +224,22 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
       message: `safety backup ${name} failed (${b.status?.error?.reason ?? 'no reason'}: ${b.status?.error?.message ?? ''}); nothing was restored`,
       data: 'untouched',
       at: 'SafetyBackup',
+      marked: true,
     });
   if (phase !== 'Completed') {
     // The wait ends well before the runtime's retries of this delivery do (a few looks that fail
     // on their own must not use them up): the Restore finishes with a reason, its Backups let go
     // and the cluster free for another restore.
-    if (run.ctx.attempt >= run.ctx.maxAttempts - SAFETY_WAIT_MARGIN)
+    if (
+      run.ctx.attempt >=
+      run.ctx.maxAttempts - Math.min(SAFETY_WAIT_MARGIN, Math.floor(run.ctx.maxAttempts / 2))
+    )
       return failRestore(run, {
         reason: 'SafetyBackupTimedOut',
         message: `safety backup ${name} was still ${phase ?? 'Pending'} after ${run.ctx.attempt} looks; nothing was restored: see Backup ${name}, then create the Restore again (or set safetyBackup: false)`,
         data: 'untouched',
         at: 'SafetyBackup',
+        marked: true,
       });
     return retryAfter(run.safetyRecheckMs, 'SafetyBackup');
   }

@@ -34,6 +34,9 @@ const look = async (attempt: number, maxAttempts: number) => {
   const api = {
     getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
       if (a.plural === 'backups' && a.name === 'r1-safety') return structuredClone(backup);
+      // Its cluster, not marked Restoring: nothing to end there.
+      if (a.plural === 'redisclusters' && a.name === 'main')
+        return { metadata: { name: 'main', namespace: 'prod', uid: 'u-rc' }, spec: {}, status: {} };
       throw Object.assign(new Error('not found'), { code: 404 });
     },
     createNamespacedEvent: async () => ({}),
@@ -76,7 +79,7 @@ const look = async (attempt: number, maxAttempts: number) => {
     ctx,
     event: { source: '/test' } as CloudEvent<unknown>,
     loaded,
-    rc: { metadata: { name: 'main', namespace: 'prod' } } as RedisCluster,
+    rc: { metadata: { name: 'main', namespace: 'prod', uid: 'u-rc' } } as RedisCluster,
     feedHost: '10.0.0.1',
     maxLoads: 3,
     safetyRecheckMs: 30_000,

@@ -178,6 +178,7 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         kind: ext(event, 'kind'),
         namespace: ext(event, 'namespace'),
         name: ext(event, 'name'),
+        ...(ext(event, 'uid') ? { uid: ext(event, 'uid') } : {}),
         conditionType: fn.tideway.failureCondition,
         reason,
         message,

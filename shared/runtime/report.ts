@@ -10,6 +10,8 @@ export type FailureReport = {
   kind: string;
   namespace: string;
   name: string;
+  /** The object the failed event was about: another object of the same name is not told. */
+  uid?: string;
   conditionType: string;
   reason: string;
   message: string;
@@ -31,15 +33,19 @@ export const reportFailure = async (
   let uid: string | undefined;
   if (type) {
     try {
-      const obj = await updateStatus(kc.makeApiClient(CustomObjectsApi), type, r, (o) => ({
-        ...o.status,
-        conditions: setCondition(
-          o.status?.conditions as Condition[] | undefined,
-          { type: r.conditionType, status: 'False', reason: r.reason, message: r.message },
-          o.metadata?.generation,
-        ),
-      }));
-      uid = obj?.metadata?.uid;
+      const obj = await updateStatus(kc.makeApiClient(CustomObjectsApi), type, r, (o) =>
+        r.uid && o.metadata?.uid !== r.uid
+          ? undefined
+          : {
+              ...o.status,
+              conditions: setCondition(
+                o.status?.conditions as Condition[] | undefined,
+                { type: r.conditionType, status: 'False', reason: r.reason, message: r.message },
+                o.metadata?.generation,
+              ),
+            },
+      );
+      uid = r.uid ?? obj?.metadata?.uid;
     } catch (error) {
       if (!isNotFound(error)) log.warn('could not write the failure condition', { error });
     }
