@@ -320,6 +320,33 @@ describe('backup', () => {
     await store.delete(keptKey);
   });
 
+  it('deleting a Backup needs no encryption key, and waits for a store that does not answer', async () => {
+    await secret('retired-key', { key: randomBytes(32) });
+    await bk.create('keyless', {
+      cluster: { name: 'cache' },
+      store: storeSpec({ encryption: { secretName: 'retired-key' } }),
+    });
+    const made = await bk.phase('keyless', 'Completed');
+    const objectKey = keyOf(made.status?.location ?? '', s3.bucket);
+    expect(objectKey).toMatch(/\.enc$/);
+    // The key retired: the object cannot be read any more, and can still be deleted.
+    await b.core.deleteNamespacedSecret({ namespace: ns, name: 'retired-key' });
+    await b.faults.component('s3', 'stop');
+    try {
+      await bk.delete('keyless');
+      // Looked at again every 5 s while S3 is away; the Backup, and so its object's name, stays.
+      await sleep(8000);
+      const waiting = await bk.get('keyless').catch(() => undefined);
+      expect(waiting?.metadata.deletionTimestamp, 'finalized while the store was away').toBeDefined();
+    } finally {
+      await b.faults.component('s3', 'start');
+    }
+    await bk.gone('keyless', 60_000);
+    expect(await store.head(objectKey)).toBeUndefined();
+    expect(await store.head(objectKey.replace(/\.rdb\.zst\.enc$/, '.manifest.json'))).toBeUndefined();
+    expect(await eventReasons(b, ns, 'keyless')).not.toContain('ObjectNotDeleted');
+  });
+
   it('a deleted Backup that an unfinished Restore uses is kept, object and all, until the Restore finishes', async () => {
     await bk.create('in-use', { cluster: { name: 'cache' } });
     const made = await bk.phase('in-use', 'Completed');
