@@ -1,8 +1,7 @@
 import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
-import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { fakeContext, runningSafetyBackup } from './fixture.ts';
 import { handler } from './index.ts';
-import { MADE_BY } from './safety.ts';
 import { STATE_ANNOTATION } from './state.ts';
 
 // The restore handler's first decisions, on an in-memory API: which event may drive which Restore,
@@ -57,20 +56,8 @@ const world = (o: {
         }
       : {},
   } as never);
-  // Finished: a run that goes on would load (it is never reached here).
-  put('backups', {
-    apiVersion: 'tideway.dev/v1alpha1',
-    kind: 'Backup',
-    metadata: {
-      name: 'r1-safety',
-      namespace: 'prod',
-      uid: 'u-s',
-      annotations: { [MADE_BY.restore]: 'r1', [MADE_BY.uid]: 'u-now' },
-    },
-    spec: { cluster: { name: 'main' } },
-    status: { phase: 'Running' },
-  } as never);
-  const published: string[] = [];
+  // Unfinished: a run of r1 on its own events looks and waits.
+  put('backups', runningSafetyBackup('u-now'));
   const api = {
     getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
       const obj = objects.get(`${a.plural}/${a.name}`);
@@ -87,24 +74,9 @@ const world = (o: {
     },
     createNamespacedEvent: async () => ({}),
   };
-  const ctx = {
-    kube: { makeApiClient: () => api },
-    function: 'restore',
-    attempt: 1,
-    maxAttempts: 1000,
-    clock: () => new Date('2026-11-27T08:00:00Z'),
-    fence: () => undefined,
-    log: { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} },
-    metrics: { inc: () => {}, observe: () => {}, set: () => {} },
-    publisher: {
-      publish: async (e: CloudEvent<unknown>) => {
-        published.push(e.type);
-        return { duplicate: false, seq: 1 };
-      },
-    },
-    signal: new AbortController().signal,
+  const { ctx, published } = fakeContext(api, {
     env: { TIDEWAY_RESTORE_FEED_HOST: '10.0.0.1', TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '30000' },
-  } as unknown as HandlerContext;
+  });
   const event = (uid: string) =>
     ({
       id: 'e1',

@@ -1,11 +1,10 @@
 import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import type { RedisCluster, Restore } from '../../shared/api/generated.ts';
-import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { fakeContext, runningSafetyBackup } from './fixture.ts';
 import type { LoadedRestore, RestoreStatus } from './kube.ts';
 import { safetyBackup } from './phases.ts';
 import type { Run } from './run.ts';
-import { MADE_BY } from './safety.ts';
 
 const restore = {
   apiVersion: 'tideway.dev/v1alpha1',
@@ -17,20 +16,8 @@ const restore = {
 
 /** One look at an unfinished safety backup, on delivery `attempt` of `maxAttempts`, on an in-memory API. */
 const look = async (attempt: number, maxAttempts: number) => {
-  const backup = {
-    apiVersion: 'tideway.dev/v1alpha1',
-    kind: 'Backup',
-    metadata: {
-      name: 'r1-safety',
-      namespace: 'prod',
-      uid: 'u-s',
-      annotations: { [MADE_BY.restore]: 'r1', [MADE_BY.uid]: 'u-r1' },
-    },
-    spec: { cluster: { name: 'main' } },
-    status: { phase: 'Running' },
-  };
+  const backup = runningSafetyBackup('u-r1');
   let status: RestoreStatus = structuredClone(restore.status ?? {});
-  const published: string[] = [];
   const api = {
     getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
       if (a.plural === 'backups' && a.name === 'r1-safety') return structuredClone(backup);
@@ -41,24 +28,7 @@ const look = async (attempt: number, maxAttempts: number) => {
     },
     createNamespacedEvent: async () => ({}),
   };
-  const ctx = {
-    kube: { makeApiClient: () => api },
-    function: 'restore',
-    attempt,
-    maxAttempts,
-    clock: () => new Date('2026-11-27T08:00:00Z'),
-    fence: () => undefined,
-    log: { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} },
-    metrics: { inc: () => {}, observe: () => {}, set: () => {} },
-    publisher: {
-      publish: async (e: CloudEvent<unknown>) => {
-        published.push(e.type);
-        return { duplicate: false, seq: 1 };
-      },
-    },
-    signal: new AbortController().signal,
-    env: {},
-  } as unknown as HandlerContext;
+  const { ctx, published } = fakeContext(api, { attempt, maxAttempts });
   const loaded = {
     restore,
     key: { namespace: 'prod', name: 'r1' },
