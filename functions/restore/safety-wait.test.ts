@@ -75,4 +75,10 @@ describe('waiting for the safety backup', () => {
     expect(status.conditions?.find((c) => c.type === 'ClusterData')).toMatchObject({ reason: 'Untouched' });
     expect(published).toEqual(['dev.tideway.restore.failed']);
   });
+
+  it('with fewer than 20 retries, ends at half of them, never at the first look', async () => {
+    expect((await look(1, 10)).outcome).toMatchObject({ kind: 'retry' });
+    expect((await look(4, 10)).outcome).toMatchObject({ kind: 'retry' });
+    expect((await look(5, 10)).status).toMatchObject({ error: { reason: 'SafetyBackupTimedOut' } });
+  });
 });
