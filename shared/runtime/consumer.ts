@@ -443,6 +443,13 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
       await reprioritizing;
       for (const lane of lanes.values()) await lane.messages.close().catch(() => undefined);
       await Promise.all([...lanes.values()].map((l) => l.done));
+      // The server has dropped this replica's pulls before the stop resolves: otherwise a publish
+      // made after it, on another connection, may be processed first and routed to a pull no one
+      // reads any more, where it waits out ack_wait. Bounded: a bus away must not hold up the stop.
+      await Promise.race([
+        bus.nc.flush().catch(() => undefined),
+        new Promise((r) => setTimeout(r, 1000).unref()),
+      ]);
       // Let running handlers finish; after the deadline, cancel them (their events are redelivered).
       const deadline = new Promise((r) => setTimeout(r, drainMs).unref());
       await Promise.race([scheduler.idle(), deadline]);
