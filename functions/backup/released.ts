@@ -3,7 +3,8 @@ import { hasBackupFinalizer, isBackupOutcome, loadBackupAt } from '../../shared/
 import { extension } from '../../shared/events/extension.ts';
 import { objectKeyOf } from '../../shared/events/subjects.ts';
 import { EventType } from '../../shared/events/types.ts';
-import { backupsUsedBy, isFinished, restoresUsing } from '../../shared/restore/uses.ts';
+import { isFinished } from '../../shared/restore/ended.ts';
+import { backupsUsedBy, restoresUsing } from '../../shared/restore/uses.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { finalizeBackup, listRestores } from './finalize.ts';
 

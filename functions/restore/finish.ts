@@ -6,7 +6,13 @@ import { publishOutcome, recordEvent, recordMetrics } from './report.ts';
 import { CONDITION, DATA_CONDITION, formatDuration, type Run, withConditions } from './run.ts';
 
 /** Which data the cluster holds when a Restore ends. */
-export type ClusterData = 'restored' | 'untouched' | 'rolledBack' | 'unknown' | 'overMaxmemory';
+export type ClusterData =
+  | 'restored'
+  | 'untouched'
+  | 'rolledBack'
+  | 'unknown'
+  | 'interrupted'
+  | 'overMaxmemory';
 
 export const dataCondition = (
   data: ClusterData,
@@ -40,6 +46,14 @@ export const dataCondition = (
         status: 'Unknown',
         reason: 'Unknown',
         message: 'the master was given a whole RDB it did not load: its data may be incomplete; check it',
+      };
+    case 'interrupted':
+      return {
+        type: DATA_CONDITION,
+        status: 'Unknown',
+        reason: 'Interrupted',
+        message:
+          'this restore ended while a load was under way: the master may hold its own data, part of the backup, or all of it; check it',
       };
     case 'overMaxmemory':
       return {

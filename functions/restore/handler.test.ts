@@ -8,6 +8,8 @@ import { STATE_ANNOTATION } from './state.ts';
 // and what becomes of one the runtime gave up on.
 const world = (o: {
   condition: { reason: string; message: string };
+  /** The Restore's phase: SafetyBackup unless said. */
+  phase?: 'Verifying' | 'SafetyBackup' | 'Restoring';
   /** The cluster carries Restoring=True naming r1 (a run marked it). */
   marked?: boolean;
   /** The Restore's state annotation (its record of a load). */
@@ -29,7 +31,7 @@ const world = (o: {
     },
     spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
     status: {
-      phase: 'SafetyBackup',
+      phase: o.phase ?? 'SafetyBackup',
       safetyBackup: 'r1-safety',
       startedAt: '2026-11-27T00:00:00Z',
       conditions: [
@@ -157,6 +159,44 @@ describe('the restore handler', () => {
     const w = world({ condition: { reason: 'RetriesExhausted', message: 'gave up' }, marked: true });
     expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
     expect(w.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
+  });
+
+  it('ends one given up on in Verifying or Restoring at its next run too, never loading; given up mid-load, it says the data is unknown', async () => {
+    // The in-memory API has no pods: a run that went on to verify or load would throw.
+    const verifying = world({
+      phase: 'Verifying',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+    });
+    expect(await handler(verifying.event('u-now'), verifying.ctx)).toEqual({ kind: 'done' });
+    expect(verifying.status()).toMatchObject({
+      phase: 'Failed',
+      error: {
+        reason: 'RetriesExhausted',
+        message: 'gave up; nothing was restored: create the Restore again',
+      },
+      conditions: expect.arrayContaining([
+        expect.objectContaining({
+          type: 'Completed',
+          message: expect.stringMatching(/^failed at Verifying: /),
+        }),
+        expect.objectContaining({ type: 'ClusterData', status: 'False', reason: 'Untouched' }),
+      ]),
+    });
+    const loading = world({
+      phase: 'Restoring',
+      condition: { reason: 'LoadCrashed', message: 'the handler threw' },
+      marked: true,
+    });
+    expect(await handler(loading.event('u-now'), loading.ctx)).toEqual({ kind: 'done' });
+    expect(loading.status()).toMatchObject({
+      phase: 'Failed',
+      error: { reason: 'LoadCrashed' },
+      conditions: expect.arrayContaining([
+        expect.objectContaining({ type: 'ClusterData', status: 'Unknown', reason: 'Interrupted' }),
+      ]),
+    });
+    expect(loading.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
+    expect(loading.published).toEqual(['dev.tideway.restore.failed']);
   });
 
   it("an earlier Restore's deletion ends its mark on the cluster, though a new one of the name exists that loaded nothing", async () => {

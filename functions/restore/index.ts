@@ -2,6 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { extension } from '../../shared/events/extension.ts';
 import { EventType } from '../../shared/events/types.ts';
+import { givenUp } from '../../shared/restore/ended.ts';
 import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
 import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failRestore } from './finish.ts';
@@ -10,7 +11,7 @@ import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
 import { safetyBackup, start, verifying } from './phases.ts';
 import { restoring } from './restoring.ts';
 import { FINISHED, type Run } from './run.ts';
-import { givenUp, type Waiting, waitingRestore, waitsFor } from './waiting.ts';
+import { type Waiting, waitingRestore, waitsFor } from './waiting.ts';
 
 export { clusterLockKey as lockKey } from '../../shared/events/cluster-lock-key.ts';
 
@@ -89,22 +90,28 @@ const handleRestore = async (
       message: rc
         ? `RedisCluster ${restore.spec.cluster.name} is being deleted`
         : `RedisCluster ${restore.spec.cluster.name} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster.name`,
-      data: phase === 'Restoring' ? 'unknown' : 'untouched',
+      data: phase === 'Restoring' ? 'interrupted' : 'untouched',
     });
   if (!env.TIDEWAY_RESTORE_FEED_HOST)
     return failRestore(run, {
       reason: 'FeedHostNotSet',
       message:
         'the restore function has no TIDEWAY_RESTORE_FEED_HOST (the address of its pod that the cluster reaches): set it from the downward API (status.podIP) and create the Restore again',
-      data: phase === 'Restoring' ? 'unknown' : 'untouched',
+      data: phase === 'Restoring' ? 'interrupted' : 'untouched',
     });
+  // Ended, never taken up again: a run hours later must not load over what the cluster has had
+  // since. Given up while loading, the master may hold part of the backup: it says so.
   const abandoned = givenUp(restore);
   if (abandoned)
     return failRestore(run, {
       reason: abandoned.reason,
-      message: `${abandoned.message}; nothing was restored: create the Restore again`,
-      data: 'untouched',
-      at: 'SafetyBackup',
+      message: `${abandoned.message}; ${
+        phase === 'Restoring'
+          ? 'the restore function stopped during a load: check the data, or restore again'
+          : 'nothing was restored: create the Restore again'
+      }`,
+      data: phase === 'Restoring' ? 'interrupted' : 'untouched',
+      at: phase,
       // A run may have marked the cluster and stopped before it entered Restoring.
       marked: true,
     });

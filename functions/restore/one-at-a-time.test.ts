@@ -38,6 +38,24 @@ describe('one restore per cluster at a time', () => {
       ).toBe(false);
   });
 
+  it('an older Restore the runtime gave up on does not, in any phase: nothing runs for it any more', () => {
+    for (const phase of [undefined, 'Pending', 'Verifying', 'SafetyBackup', 'Restoring'] as const) {
+      const given = restore('old', '2026-11-23T10:00:00Z', {
+        ...(phase ? { phase } : {}),
+        conditions: [
+          {
+            type: 'Completed',
+            status: 'False',
+            reason: 'RetriesExhausted',
+            message: 'the handler did not finish in 1000 attempts',
+            lastTransitionTime: '2026-11-23T10:00:01Z',
+          },
+        ],
+      });
+      expect(runningAtCreation(given, mine), `phase ${phase}`).toBe(false);
+    }
+  });
+
   it('a newer Restore never blocks an older one; made in the same second, the name decides', () => {
     expect(runningAtCreation(restore('new', '2026-11-23T10:00:09Z'), mine)).toBe(false);
     const a = restore('a', '2026-11-23T10:00:05Z');

@@ -1,5 +1,5 @@
 import type { Restore } from '../../shared/api/generated.ts';
-import { FINISHED } from './run.ts';
+import { isActive, isFinished } from '../../shared/restore/ended.ts';
 
 export const created = (r: Pick<Restore, 'metadata'>) =>
   new Date(r.metadata.creationTimestamp ?? 0).getTime();
@@ -12,9 +12,11 @@ const olderThan = (a: Restore, b: Restore) =>
  * Another Restore of the cluster was running when this one was made: created earlier, and not
  * finished then (it is not yet, or finished after this one was created). Decided by the objects'
  * times, never by when this run got the cluster lock — it waits for the other's run to end, and
- * would otherwise find it finished and load its own data over it.
+ * would otherwise find it finished and load its own data over it. One the runtime gave up on
+ * (`isActive`) runs no more and blocks nothing, though it is not ended until a run of its own
+ * comes (there may be none): otherwise it would block its cluster's restores until deleted.
  */
 export const runningAtCreation = (other: Restore, mine: Restore) =>
   olderThan(other, mine) &&
-  (!FINISHED.has(other.status?.phase ?? '') ||
-    new Date(other.status?.completedAt ?? 0).getTime() > created(mine));
+  (isActive(other) ||
+    (isFinished(other) && new Date(other.status?.completedAt ?? 0).getTime() > created(mine)));

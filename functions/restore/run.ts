@@ -2,6 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { type Condition, type ConditionInput, setCondition } from '../../shared/kube/conditions.ts';
 import { rfc3339 } from '../../shared/kube/time.ts';
+import { FINISHED, RESTORE_CONDITION } from '../../shared/restore/ended.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import type { LoadedRestore, RestoreStatus } from './kube.ts';
 
@@ -19,12 +20,11 @@ export type Run = {
   readonly safetyRecheckMs: number;
 };
 
-/** The condition that says how a Restore goes and how it ended (also the runtime's failureCondition). */
-export const CONDITION = 'Completed';
+export { FINISHED };
+/** How a Restore goes and how it ended (also the runtime's failureCondition). */
+export const CONDITION = RESTORE_CONDITION;
 /** Which data the cluster holds once the Restore ended: True only for the restored data. */
 export const DATA_CONDITION = 'ClusterData';
-
-export const FINISHED = new Set(['Completed', 'Failed', 'RolledBack']);
 
 /** `12.3s`: how long, for people. */
 export const formatDuration = (ms: number) => `${(ms / 1000).toFixed(1)}s`;

@@ -2,7 +2,7 @@ import { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
 import { clusterLockKey } from '../../shared/events/cluster-lock-key.ts';
-import { givenUp, waitsFor } from './waiting.ts';
+import { waitsFor } from './waiting.ts';
 
 const restore = {
   apiVersion: 'tideway.dev/v1alpha1',
@@ -61,7 +61,7 @@ describe('waitsFor', () => {
     expect(waitsFor({ uid: 'u-r1', backup: 'r1-safety', lock }, early)).toBe(false);
   });
 
-  it('never a Restore gone on to load; one the runtime gave up on is found out (givenUp), to be ended', () => {
+  it('never a Restore gone on to load', () => {
     const lock = lockOf({ name: 'r1-safety', cluster: 'main', clusterkind: 'RedisCluster' });
     const w = { uid: 'u-r1', backup: 'r1-safety', lock };
     const loading = {
@@ -73,16 +73,6 @@ describe('waitsFor', () => {
       },
     } as unknown as Restore;
     expect(waitsFor(w, loading)).toBe(false);
-    const given = {
-      ...restore,
-      status: {
-        ...restore.status,
-        conditions: [{ type: 'Completed', status: 'False', reason: 'RetriesExhausted', message: 'gave up' }],
-      },
-    } as unknown as Restore;
-    expect(givenUp(given)).toMatchObject({ reason: 'RetriesExhausted' });
-    expect(givenUp(restore)).toBeUndefined();
-    expect(givenUp(loading)).toBeUndefined();
     expect(waitsFor(w, restore)).toBe(true);
   });
 });

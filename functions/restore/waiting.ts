@@ -3,10 +3,8 @@ import type { Restore } from '../../shared/api/generated.ts';
 import { clusterLockKey } from '../../shared/events/cluster-lock-key.ts';
 import { extension } from '../../shared/events/extension.ts';
 import { EventType } from '../../shared/events/types.ts';
-import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { readBackup } from './kube.ts';
-import { CONDITION } from './run.ts';
 import { MADE_BY } from './safety.ts';
 
 const OUTCOMES = new Set<string>([EventType.backupCompleted, EventType.backupFailed]);
@@ -67,15 +65,3 @@ export const waitsFor = (w: Pick<Waiting, 'uid' | 'backup' | 'lock'>, restore: R
       name: restore.metadata.name,
       cluster: restore.spec.cluster.name,
     } as unknown as CloudEvent<unknown>);
-
-/**
- * The runtime's failure report on a Restore in SafetyBackup (RetriesExhausted, or a terminal
- * error), which replaced that phase's own condition; undefined while it waits as it should. Such
- * a Restore is ended, never taken up again: a safety backup finishing hours later must not load
- * the backup over what the cluster has had since.
- */
-export const givenUp = (restore: Restore): Condition | undefined => {
-  if (restore.status?.phase !== 'SafetyBackup') return undefined;
-  const c = findCondition(restore.status.conditions as Condition[] | undefined, CONDITION);
-  return c && c.reason !== 'SafetyBackup' ? c : undefined;
-};

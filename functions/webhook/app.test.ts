@@ -95,8 +95,42 @@ const setup = (o: { now?: () => number } = {}) => {
   return { app, mem, secret, lines, metrics, post };
 };
 const BACKUP = '/v1/namespaces/ns/redisclusters/cache/backup';
+const RESTORE = '/v1/namespaces/ns/redisclusters/cache/restore';
 
 describe('webhook app', () => {
+  it('refuses a restore while one of the cluster runs, not while one the runtime gave up on waits', async () => {
+    const s = setup();
+    s.mem.put('Backup', 'ns', 'nightly', {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'Backup',
+      metadata: { name: 'nightly', namespace: 'ns' },
+      spec: { cluster: { name: 'cache' } },
+      status: { phase: 'Completed', completedAt: '2026-11-28T00:00:00Z' },
+    });
+    const running = (conditions: unknown[]) => ({
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'Restore',
+      metadata: { name: 'earlier', namespace: 'ns' },
+      spec: { cluster: { name: 'cache' }, source: { latest: true } },
+      status: { phase: 'Verifying', conditions },
+    });
+    const at = { lastTransitionTime: '2026-11-28T00:00:00Z', type: 'Completed', status: 'False' };
+    s.mem.put('Restore', 'ns', 'earlier', running([{ ...at, reason: 'Verifying', message: 'reading' }]));
+    const body = '{"latest":true}';
+    const busy = await s.post(RESTORE, body, sign(s.secret.value!, body));
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ error: { code: 'RestoreInProgress' } });
+    s.mem.put(
+      'Restore',
+      'ns',
+      'earlier',
+      running([
+        { ...at, reason: 'RetriesExhausted', message: 'the handler did not finish in 1000 attempts' },
+      ]),
+    );
+    expect((await s.post(RESTORE, body, sign(s.secret.value!, body))).status).toBe(202);
+  });
+
   it('refuses unsigned and malformed requests before it reads any Secret', async () => {
     const s = setup();
     const attempts: Record<string, string>[] = [

@@ -2,6 +2,7 @@ import { zBackup, zRedisCluster, zRestore } from '../../shared/api/generated.ts'
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { pickLatest } from '../../shared/backup/latest.ts';
 import { TIDEWAY_GROUP, TIDEWAY_VERSION } from '../../shared/kube/resources.ts';
+import { isActive } from '../../shared/restore/ended.ts';
 import { WebhookError } from './errors.ts';
 import { fingerprintOf, type Intent, objectNameOf } from './intent.ts';
 import type { Kind, WebhookKube } from './kube.ts';
@@ -40,9 +41,6 @@ export type Submitted = {
   /** True when the webhook-id had made this object before and nothing was created now. */
   readonly replayed: boolean;
 };
-
-/** A Restore in one of these phases is done; any other (none yet included) holds the cluster. */
-const FINISHED = new Set(['Completed', 'Failed', 'RolledBack']);
 
 const printable = (s: string, max: number) => s.replace(/[\p{Cc}\p{Cf}]/gu, '').slice(0, max);
 
@@ -187,9 +185,7 @@ export const submit = async (
   const noneRunning = async () => {
     const running = (await kube.list('Restore', ns)).flatMap((raw) => {
       const r = zRestore.safeParse(raw);
-      return r.success &&
-        r.data.spec.cluster.name === intent.cluster &&
-        !FINISHED.has(r.data.status?.phase ?? '')
+      return r.success && r.data.spec.cluster.name === intent.cluster && isActive(r.data)
         ? [`${r.data.metadata.name} (${r.data.status?.phase ?? 'Pending'})`]
         : [];
     });

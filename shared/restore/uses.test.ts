@@ -4,7 +4,14 @@ import { restoresUsing, STATE_ANNOTATION } from './uses.ts';
 
 const restore = (
   name: string,
-  o: { source?: object; phase?: string; safety?: string; resolved?: object | string },
+  o: {
+    source?: object;
+    phase?: string;
+    safety?: string;
+    resolved?: object | string;
+    /** The runtime gave up on it: its failure report replaced the phase's condition. */
+    givenUp?: boolean;
+  },
 ) =>
   ({
     apiVersion: 'tideway.dev/v1alpha1',
@@ -21,7 +28,21 @@ const restore = (
         : {}),
     },
     spec: { cluster: { name: 'cache' }, source: o.source ?? { latest: true } },
-    ...(o.phase || o.safety ? { status: { phase: o.phase, safetyBackup: o.safety } } : {}),
+    ...(o.phase || o.safety
+      ? {
+          status: {
+            phase: o.phase,
+            safetyBackup: o.safety,
+            ...(o.givenUp
+              ? {
+                  conditions: [
+                    { type: 'Completed', status: 'False', reason: 'RetriesExhausted', message: 'gave up' },
+                  ],
+                }
+              : {}),
+          },
+        }
+      : {}),
   }) as unknown as Restore;
 const nightly = { metadata: { name: 'nightly', uid: 'u-1' } };
 
@@ -36,7 +57,7 @@ describe('the Restores that still need a Backup', () => {
     expect(restoresUsing(list, nightly)).toEqual(['by-name', 'pending', 'latest', 'rollback']);
   });
 
-  it('are not finished ones, nor those of another Backup or another incarnation of its name', () => {
+  it('are not finished ones, nor ones given up on, nor those of another Backup or another incarnation of its name', () => {
     const list = [
       ...['Completed', 'Failed', 'RolledBack'].map((phase) =>
         restore(phase, { source: { backup: { name: 'nightly' } }, safety: 'nightly', phase }),
@@ -45,6 +66,15 @@ describe('the Restores that still need a Backup', () => {
       restore('s3', { source: { s3: {} }, resolved: { kind: 's3', key: 'a/b.rdb' }, phase: 'Restoring' }),
       restore('old-uid', { resolved: { kind: 'backup', name: 'nightly', uid: 'u-0' }, phase: 'Restoring' }),
       restore('unreadable', { resolved: '{not json', phase: 'Restoring' }),
+      // Given up on: its next run ends it without a load; there may never be one.
+      ...['Verifying', 'SafetyBackup', 'Restoring'].map((phase) =>
+        restore(`given-up-${phase}`, {
+          source: { backup: { name: 'nightly' } },
+          safety: 'nightly',
+          phase,
+          givenUp: true,
+        }),
+      ),
     ];
     expect(restoresUsing(list, nightly)).toEqual([]);
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Backup, Restore } from '../api/generated.ts';
+import { isActive } from './ended.ts';
 
 /**
  * The annotation where a Restore keeps what its runs must agree on (functions/restore/state.ts
@@ -13,8 +14,6 @@ export const zSourceRef = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('s3'), key: z.string().min(1) }),
 ]);
 export type SourceRef = z.infer<typeof zSourceRef>;
-
-const FINISHED = new Set(['Completed', 'Failed', 'RolledBack']);
 
 /** The Backup a Restore resolved (`latest` included), if its state says so; nothing if unreadable. */
 const resolvedSource = (r: Restore): SourceRef | undefined => {
@@ -36,18 +35,15 @@ export const backupsUsedBy = (r: Restore): { name: string; uid?: string }[] => {
   ];
 };
 
-/** Whether a Restore has finished, one way or another. */
-export const isFinished = (r: Restore) => FINISHED.has(r.status?.phase ?? '');
-
 /**
- * The unfinished Restores that still need `backup`'s stored object: to load it (named, or
- * resolved from `latest`), or to roll back to it (their safety backup). Deleting it under them
- * would fail the restore, or leave a failed load with no way back.
+ * The Restores that still need `backup`'s stored object (`isActive`: unfinished, not given up):
+ * to load it (named, or resolved from `latest`), or to roll back to it (their safety backup).
+ * Deleting it under them would fail the restore, or leave a failed load with no way back.
  */
 export const restoresUsing = (restores: readonly Restore[], backup: Pick<Backup, 'metadata'>): string[] => {
   const { name, uid } = backup.metadata;
   return restores
-    .filter((r) => !isFinished(r))
+    .filter(isActive)
     .filter((r) => backupsUsedBy(r).some((u) => u.name === name && (!u.uid || !uid || u.uid === uid)))
     .map((r) => r.metadata.name);
 };
