@@ -243,6 +243,8 @@ export const safetyBackup = async (run: Run): Promise<Outcome> => {
       });
     return retryAfter(run.safetyRecheckMs, 'SafetyBackup');
   }
+  if (!run.loaded.state.safety && b.metadata.uid)
+    await run.loaded.writeState({ ...run.loaded.state, safety: { name, uid: b.metadata.uid } });
   await recordEvent(run, {
     type: 'Normal',
     reason: 'SafetyBackupCompleted',

@@ -33,10 +33,15 @@ async function* withFailpoint(source: AsyncIterable<Buffer>, name: string) {
   }
 }
 
-const refOf = (run: Run, of: LoadKind): SourceRef | undefined =>
-  of === 'restore'
-    ? run.loaded.state.source
+/** What a load loads: the chosen source, or (rolling back) the safety backup recorded as completed. */
+export const refOf = (run: Pick<Run, 'loaded'>, of: LoadKind): SourceRef | undefined => {
+  if (of === 'restore') return run.loaded.state.source;
+  const safety = run.loaded.state.safety;
+  // Recorded by every run since the uid was; one that began before has the name only.
+  return safety
+    ? { kind: 'backup', ...safety }
     : { kind: 'backup', name: run.loaded.restore.status?.safetyBackup ?? '', uid: '' };
+};
 
 /** The loaded data set refused for maxmemory, recorded before the target is promoted. */
 const recordRefusal = async (run: Run, message: string) => {

@@ -4,7 +4,9 @@ import type { RedisCluster, Restore } from '../../shared/api/generated.ts';
 import { fakeContext, runningSafetyBackup } from './fixture.ts';
 import type { LoadedRestore, RestoreStatus } from './kube.ts';
 import { safetyBackup } from './phases.ts';
+import { refOf } from './restoring.ts';
 import type { Run } from './run.ts';
+import type { RestoreState } from './state.ts';
 
 const restore = {
   apiVersion: 'tideway.dev/v1alpha1',
@@ -14,9 +16,14 @@ const restore = {
   status: { phase: 'SafetyBackup', safetyBackup: 'r1-safety', startedAt: '2026-11-27T00:00:00Z' },
 } as unknown as Restore;
 
-/** One look at an unfinished safety backup, on delivery `attempt` of `maxAttempts`, on an in-memory API. */
-const look = async (attempt: number, maxAttempts: number) => {
+/**
+ * One look at the safety backup (unfinished unless `completed`), on delivery `attempt` of
+ * `maxAttempts`, on an in-memory API. `states`: the records the run wrote, in order.
+ */
+const look = async (attempt: number, maxAttempts: number, o: { completed?: boolean } = {}) => {
   const backup = runningSafetyBackup('u-r1');
+  if (o.completed) Object.assign(backup.status, { phase: 'Completed' });
+  const states: RestoreState[] = [];
   let status: RestoreStatus = structuredClone(restore.status ?? {});
   const api = {
     getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
@@ -43,7 +50,10 @@ const look = async (attempt: number, maxAttempts: number) => {
     writeStatus: async (mutate: (s: RestoreStatus) => RestoreStatus | undefined) => {
       status = mutate(structuredClone(status)) ?? status;
     },
-    writeState: async () => {},
+    writeState: async (next: RestoreState) => {
+      states.push(structuredClone(next));
+      loaded.state = next;
+    },
   } as unknown as LoadedRestore;
   const run: Run = {
     ctx,
@@ -54,8 +64,10 @@ const look = async (attempt: number, maxAttempts: number) => {
     maxLoads: 3,
     safetyRecheckMs: 30_000,
   };
-  const outcome = await safetyBackup(run);
-  return { outcome, status, published };
+  // Completed, it goes on to load, which this in-memory API (no pods) cannot serve: what it
+  // recorded before counts.
+  const outcome = await safetyBackup(run).catch((e: unknown) => ({ kind: 'threw', error: e }));
+  return { outcome, status, published, states };
 };
 
 describe('waiting for the safety backup', () => {
@@ -80,5 +92,20 @@ describe('waiting for the safety backup', () => {
     expect((await look(1, 10)).outcome).toMatchObject({ kind: 'retry' });
     expect((await look(4, 10)).outcome).toMatchObject({ kind: 'retry' });
     expect((await look(5, 10)).status).toMatchObject({ error: { reason: 'SafetyBackupTimedOut' } });
+  });
+
+  it('records the completed safety backup by uid before a load, and a rollback loads that very Backup', async () => {
+    const { states } = await look(3, 1000, { completed: true });
+    // The first record the run wrote, before any load was.
+    expect(states[0]).toMatchObject({ safety: { name: 'r1-safety', uid: 'u-s' } });
+    expect(states[0]?.load).toBeUndefined();
+    const loaded = { restore, state: states[0] } as unknown as LoadedRestore;
+    expect(refOf({ loaded }, 'rollback')).toEqual({ kind: 'backup', name: 'r1-safety', uid: 'u-s' });
+    // A Restore that began before the uid was recorded: the name alone, as before.
+    expect(refOf({ loaded: { restore, state: {} } as unknown as LoadedRestore }, 'rollback')).toEqual({
+      kind: 'backup',
+      name: 'r1-safety',
+      uid: '',
+    });
   });
 });

@@ -1,3 +1,4 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
 import { backupKeys } from '../../shared/backup/manifest.ts';
@@ -10,6 +11,7 @@ import {
   keyOfLocation,
   manifestKeyOf,
   pickLatest,
+  resolveSource,
   s3KeyOf,
 } from './source.ts';
 
@@ -184,5 +186,33 @@ describe('deletedBefore', () => {
     expect(deletedBefore(backup('2026-11-27T18:00:01Z'), restore('2026-11-27T18:00:00Z'))).toBe(false);
     expect(deletedBefore(backup('2026-11-27T18:00:00Z'), restore('2026-11-27T18:00:00Z'))).toBe(false);
     expect(deletedBefore(backup(), restore('2026-11-27T18:00:00Z'))).toBe(false);
+  });
+});
+
+describe('a recorded Backup', () => {
+  it('is that very Backup: one made again under its name since is refused for good', async () => {
+    const again = {
+      ...backup('r1-safety'),
+      metadata: { name: 'r1-safety', namespace: 'prod', uid: 'u-new' },
+    };
+    const kube = {
+      makeApiClient: () => ({
+        getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
+          if (a.plural === 'backups' && a.name === 'r1-safety') return structuredClone(again);
+          throw Object.assign(new Error('not found'), { code: 404 });
+        },
+      }),
+    } as unknown as KubeConfig;
+    const restore = {
+      metadata: { name: 'r1', namespace: 'prod' },
+      spec: { cluster: { name: 'cache' }, source: { backup: { name: 'b1' } } },
+    } as unknown as Restore;
+    await expect(
+      resolveSource(kube, restore, { kind: 'backup', name: 'r1-safety', uid: 'u-s' }),
+    ).rejects.toMatchObject({
+      reason: 'BackupNotFound',
+      retry: false,
+      message: expect.stringMatching(/was deleted and created again/),
+    });
   });
 });

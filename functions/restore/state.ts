@@ -66,6 +66,11 @@ export const loadFailure = (load: Load, error: Failure | undefined): Failure | u
 
 export const zRestoreState = z.object({
   source: zSourceRef.optional(),
+  /**
+   * The safety backup, by name and uid, recorded once it completed: a rollback loads that very
+   * Backup, never another made under its name since (its deletion goes on after ~15 hours).
+   */
+  safety: z.object({ name: z.string().min(1), uid: z.string().min(1) }).optional(),
   /** Verifications started (a store that did not answer is tried again, a few times). */
   verifications: z.number().int().nonnegative().default(0),
   /** Loads started, per kind. */
