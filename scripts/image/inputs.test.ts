@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, posix, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadServerless } from '../../shared/runtime/config.ts';
@@ -26,9 +26,22 @@ describe('what of the checkout goes into the image', () => {
       expect(files).toContain(f);
   });
 
-  it('holds no tests and nothing outside the code trees', () => {
+  it('holds no tests, no test fixtures and nothing outside the code trees', () => {
     const files = selectImageFiles(ROOT);
-    expect(files.filter((f) => f.endsWith('.test.ts'))).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.test.ts') || f.endsWith('/fixture.ts'))).toEqual([]);
     expect(files.filter((f) => !/^(shared|functions)\//.test(f))).toEqual(['package.json', 'serverless.yml']);
+  });
+
+  it('holds every file its code imports: nothing in it needs a file left out', () => {
+    const files = new Set(selectImageFiles(ROOT));
+    const missing = [...files]
+      .filter((f) => f.endsWith('.ts'))
+      .flatMap((f) =>
+        [...readFileSync(join(ROOT, f), 'utf8').matchAll(/(?:from|import\()\s*'(\.{1,2}\/[^']+)'/g)].map(
+          (m) => ({ from: f, to: posix.join(posix.dirname(f), m[1] ?? '') }),
+        ),
+      )
+      .filter((i) => !files.has(i.to));
+    expect(missing).toEqual([]);
   });
 });

@@ -9,8 +9,11 @@ import { join, relative, sep } from 'node:path';
  */
 export const IMAGE_FILES = ['package.json', 'serverless.yml'] as const;
 export const IMAGE_TREES = ['shared', 'functions'] as const;
-/** Left out of the trees: tests (the image runs code, it does not check it). */
-const TEST_FILE = /\.test\.ts$/;
+/**
+ * Left out of the trees: tests and the fixtures only they import (the image runs code, it does
+ * not check it); a unit test keeps every import of what goes in inside the image.
+ */
+const TEST_FILE = /(\.test|(^|\/)fixture)\.ts$/;
 
 const toPosix = (p: string) => p.split(sep).join('/');
 
@@ -36,6 +39,6 @@ export const containerignore = (): string =>
     '# holds only what the Containerfile copies; tests stay out.',
     '*',
     ...['node_modules', ...IMAGE_FILES, ...IMAGE_TREES].map((p) => `!${p}`),
-    ...IMAGE_TREES.map((t) => `${t}/**/*.test.ts`),
+    ...IMAGE_TREES.flatMap((t) => [`${t}/**/*.test.ts`, `${t}/**/fixture.ts`]),
     '',
   ].join('\n');
