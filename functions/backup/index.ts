@@ -210,6 +210,22 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     throw error;
   }
 
+  // Attempts used up (the last ones stopped or crashed): the end, with or without a source now.
+  const max = attemptsLimit(ctx.env);
+  const attempt = (status.attempts ?? 0) + 1;
+  if (attempt > max)
+    return failBackup(
+      loaded,
+      ctx,
+      event,
+      {
+        reason: 'RetriesExhausted',
+        message: `gave up after ${max} attempts that did not finish (the function was stopped or crashed): ${status.error?.message ?? 'no error recorded'}`,
+      },
+      rc,
+      { resolved, key: keysOf(loaded, spec).object },
+    );
+
   // A source to take the snapshot from; waiting for one (a cluster still starting) is no attempt.
   const preference = (backup.spec.source ?? BackupSpecDefaults.source) as SourcePreference;
   const sources = await target.sources(preference);
@@ -232,20 +248,6 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     return retryAfter(5000, 'WaitingForSource');
   }
 
-  const max = attemptsLimit(ctx.env);
-  const attempt = (status.attempts ?? 0) + 1;
-  if (attempt > max)
-    return failBackup(
-      loaded,
-      ctx,
-      event,
-      {
-        reason: 'RetriesExhausted',
-        message: `gave up after ${max} attempts that did not finish (the function was stopped or crashed): ${status.error?.message ?? 'no error recorded'}`,
-      },
-      rc,
-      { resolved, key: keysOf(loaded, spec).object },
-    );
   const started = status.startedAt ? new Date(status.startedAt) : now;
   let counted = false;
   // Deleted while it streams (Replace, a person): the attempt stops and its upload is aborted,
