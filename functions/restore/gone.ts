@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import { zRestore } from '../../shared/api/generated.ts';
+import { type RedisCluster, zRestore } from '../../shared/api/generated.ts';
 import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder, regardingOf } from '../../shared/kube/events.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
@@ -8,17 +8,36 @@ import { probeInstances } from '../../shared/rediscluster/probe.ts';
 import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
 import { RESTORING, restoringMessageFor } from './cluster-status.ts';
 import { readCluster, writeClusterStatus } from './kube.ts';
-import { stateOf } from './state.ts';
+import { type Load, stateOf } from './state.ts';
 import { command, inspectOrUndefined } from './target.ts';
-import { judgeLoad, needsPromotion } from './verdict.ts';
+import { type DataVerdict, judgeLoad, needsPromotion } from './verdict.ts';
 
-const VERDICT_WORDS = {
+export const VERDICT_WORDS = {
   loaded: 'the master holds the loaded data',
   untouched: 'the master kept the data it had',
   unknown: 'the master was given a whole RDB it did not load: its data may be incomplete',
   loading: 'the master is still loading',
   unreachable: 'the master does not answer',
 } as const;
+
+/**
+ * A load that no run goes on with (its Restore deleted, or given up on): its target is made a
+ * master again if it still follows the feed, which is gone; then what it holds, by the record.
+ */
+export const settleLoad = async (ctx: HandlerContext, rc: RedisCluster, load: Load): Promise<DataVerdict> => {
+  const passwords = passwordsOf(await readAuth(ctx.kube, rc, false));
+  const t = (await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), passwords)).find(
+    (i) => i.pod === load.pod,
+  );
+  const password = passwords[t?.password ?? 0] ?? '';
+  let seen = t?.ip ? await inspectOrUndefined(t.ip, password) : undefined;
+  if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, load.feedHost)) {
+    ctx.fence();
+    await command(t.ip, password, 'REPLICAOF', 'NO', 'ONE');
+    seen = await inspectOrUndefined(t.ip, password);
+  }
+  return judgeLoad(load, seen?.now);
+};
 
 /**
  * A Restore deleted while its cluster carries Restoring=True for it (the function stopped
@@ -35,7 +54,6 @@ export const restoreGone = async (event: CloudEvent<unknown>, ctx: HandlerContex
   const marked = findCondition(rc?.status?.conditions as Condition[] | undefined, RESTORING);
   if (!rc || marked?.status !== 'True' || !marked.message?.startsWith(restoringMessageFor(r.metadata.name)))
     return done;
-  let words = 'no data was loaded';
   const load = (() => {
     try {
       return stateOf(r.metadata.annotations).load;
@@ -43,20 +61,7 @@ export const restoreGone = async (event: CloudEvent<unknown>, ctx: HandlerContex
       return undefined;
     }
   })();
-  if (load) {
-    const passwords = passwordsOf(await readAuth(ctx.kube, rc, false));
-    const t = (await probeInstances(rc.metadata.name, await listPods(ctx.kube, rc), passwords)).find(
-      (i) => i.pod === load.pod,
-    );
-    const password = passwords[t?.password ?? 0] ?? '';
-    let seen = t?.ip ? await inspectOrUndefined(t.ip, password) : undefined;
-    if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, load.feedHost)) {
-      ctx.fence();
-      await command(t.ip, password, 'REPLICAOF', 'NO', 'ONE');
-      seen = await inspectOrUndefined(t.ip, password);
-    }
-    words = VERDICT_WORDS[judgeLoad(load, seen?.now)];
-  }
+  const words = load ? VERDICT_WORDS[await settleLoad(ctx, rc, load)] : 'no data was loaded';
   const message = `${restoringMessageFor(r.metadata.name)}was deleted before it ended; ${words}`;
   ctx.fence();
   await writeClusterStatus(ctx.kube, rc, (s) => ({

@@ -75,6 +75,24 @@ const world = (o: {
       return a.body;
     },
     createNamespacedEvent: async () => ({}),
+    // The cluster's password Secret, and no pods: a load's target does not answer.
+    readNamespacedSecret: async (a: { name: string }) => ({
+      metadata: {
+        name: a.name,
+        namespace: 'prod',
+        ownerReferences: [
+          {
+            apiVersion: 'tideway.dev/v1alpha1',
+            kind: 'RedisCluster',
+            name: 'main',
+            uid: 'u-rc',
+            controller: true,
+          },
+        ],
+      },
+      data: { password: Buffer.from('pw').toString('base64') },
+    }),
+    listNamespacedPod: async () => ({ items: [] }),
   };
   const { ctx, published } = fakeContext(api, {
     env: { TIDEWAY_RESTORE_FEED_HOST: '10.0.0.1', TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '30000' },
@@ -117,6 +135,19 @@ const world = (o: {
       },
     }) as unknown as CloudEvent<unknown>;
   return { ctx, event, status, published, restoring, deletedEarlier };
+};
+
+/** A load of r1's backup into main-0, as its record keeps it. */
+const LOAD = {
+  of: 'restore',
+  attempt: 1,
+  replid: 'a'.repeat(40),
+  pod: 'main-0',
+  feedHost: '10.0.0.1',
+  delivered: false,
+  before: { runId: 'r', replid: 'b'.repeat(40), offset: 0, keys: 0 },
+  rdbSize: 0,
+  startedAt: '2026-11-27T07:00:00Z',
 };
 
 const waiting = {
@@ -199,6 +230,25 @@ describe('the restore handler', () => {
     expect(loading.published).toEqual(['dev.tideway.restore.failed']);
   });
 
+  it('given up on mid-load with a load recorded, says what the load’s target holds (here: it does not answer)', async () => {
+    const w = world({
+      phase: 'Restoring',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      marked: true,
+      state: { load: { ...LOAD, delivered: true } },
+    });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.status()).toMatchObject({
+      phase: 'Failed',
+      error: {
+        reason: 'RetriesExhausted',
+        message:
+          'gave up; the restore function stopped during a load: the master does not answer; check the data, or restore again',
+      },
+    });
+    expect(w.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
+  });
+
   it("an earlier Restore's deletion ends its mark on the cluster, though a new one of the name exists that loaded nothing", async () => {
     const w = world({ condition: waiting, marked: true });
     expect(await handler(w.deletedEarlier(), w.ctx)).toEqual({ kind: 'done' });
@@ -207,18 +257,7 @@ describe('the restore handler', () => {
   });
 
   it('…but not once the new one has loaded: the mark, found by name, is then the new one’s', async () => {
-    const load = {
-      of: 'restore',
-      attempt: 1,
-      replid: 'a'.repeat(40),
-      pod: 'main-0',
-      feedHost: '10.0.0.1',
-      delivered: false,
-      before: { runId: 'r', replid: 'b'.repeat(40), offset: 0, keys: 0 },
-      rdbSize: 0,
-      startedAt: '2026-11-27T07:00:00Z',
-    };
-    const w = world({ condition: waiting, marked: true, state: { load } });
+    const w = world({ condition: waiting, marked: true, state: { load: LOAD } });
     expect(await handler(w.deletedEarlier(), w.ctx)).toEqual({ kind: 'done' });
     expect(w.restoring()).toMatchObject({ status: 'True' });
   });

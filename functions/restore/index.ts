@@ -6,6 +6,7 @@ import { givenUp } from '../../shared/restore/ended.ts';
 import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
 import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failRestore } from './finish.ts';
+import { endGivenUp } from './given-up.ts';
 import { restoreGone } from './gone.ts';
 import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
 import { safetyBackup, start, verifying } from './phases.ts';
@@ -99,22 +100,8 @@ const handleRestore = async (
         'the restore function has no TIDEWAY_RESTORE_FEED_HOST (the address of its pod that the cluster reaches): set it from the downward API (status.podIP) and create the Restore again',
       data: phase === 'Restoring' ? 'interrupted' : 'untouched',
     });
-  // Ended, never taken up again: a run hours later must not load over what the cluster has had
-  // since. Given up while loading, the master may hold part of the backup: it says so.
   const abandoned = givenUp(restore);
-  if (abandoned)
-    return failRestore(run, {
-      reason: abandoned.reason,
-      message: `${abandoned.message}; ${
-        phase === 'Restoring'
-          ? 'the restore function stopped during a load: check the data, or restore again'
-          : 'nothing was restored: create the Restore again'
-      }`,
-      data: phase === 'Restoring' ? 'interrupted' : 'untouched',
-      at: phase,
-      // A run may have marked the cluster and stopped before it entered Restoring.
-      marked: true,
-    });
+  if (abandoned) return endGivenUp(run, abandoned);
   switch (phase) {
     case 'Pending':
       return start(run);
