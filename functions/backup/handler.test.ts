@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
-import type { HandlerContext } from '../../shared/runtime/handler.ts';
+import { fakeHandlerContext, memoryCustomObjects, notFound } from '../../shared/runtime/fixture.ts';
 import { handler } from './index.ts';
 
 // The backup handler's decisions before a snapshot, on an in-memory API: a cluster with no pod to
@@ -19,9 +19,8 @@ const closedPort = async () => {
 };
 
 const world = async (o: { createdMinutesAgo: number; attempts?: number }) => {
-  const objects = new Map<string, Record<string, unknown>>();
-  const put = (plural: string, obj: { metadata: { name: string } }) =>
-    objects.set(`${plural}/${obj.metadata.name}`, structuredClone(obj) as Record<string, unknown>);
+  const objects = memoryCustomObjects();
+  const put = objects.put;
   const store = {
     s3: {
       bucket: 'bkp',
@@ -68,22 +67,9 @@ const world = async (o: { createdMinutesAgo: number; attempts?: number }) => {
       AWS_SECRET_ACCESS_KEY: Buffer.from('key').toString('base64'),
     },
   };
-  const notFound = () => Object.assign(new Error('not found'), { code: 404 });
   const events: string[] = [];
   const api = {
-    getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
-      const obj = objects.get(`${a.plural}/${a.name}`);
-      if (!obj) throw notFound();
-      return structuredClone(obj);
-    },
-    replaceNamespacedCustomObjectStatus: async (a: {
-      plural: string;
-      name: string;
-      body: Record<string, unknown>;
-    }) => {
-      objects.set(`${a.plural}/${a.name}`, structuredClone(a.body));
-      return a.body;
-    },
+    ...objects.api,
     readNamespacedSecret: async (a: { name: string }) => {
       const data = secrets[a.name];
       if (!data) throw notFound();
@@ -96,25 +82,12 @@ const world = async (o: { createdMinutesAgo: number; attempts?: number }) => {
       return {};
     },
   };
-  const published: string[] = [];
-  const ctx = {
-    kube: { makeApiClient: () => api },
+  const { ctx, published } = fakeHandlerContext(api, {
     function: 'backup',
-    attempt: 1,
+    now: NOW,
     maxAttempts: 50,
-    clock: () => NOW,
-    fence: () => undefined,
-    log: { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} },
-    metrics: { inc: () => {}, observe: () => {}, set: () => {} },
-    publisher: {
-      publish: async (e: CloudEvent<unknown>) => {
-        published.push(e.type);
-        return { duplicate: false, seq: 1 };
-      },
-    },
-    signal: new AbortController().signal,
     env: { TIDEWAY_BACKUP_ATTEMPTS: '5' },
-  } as unknown as HandlerContext;
+  });
   const event = {
     id: 'e1',
     type: 'dev.tideway.resource.updated',
@@ -124,7 +97,7 @@ const world = async (o: { createdMinutesAgo: number; attempts?: number }) => {
     name: 'b1',
     uid: 'u-b1',
   } as unknown as CloudEvent<unknown>;
-  const status = () => (objects.get('backups/b1') as { status: Record<string, unknown> }).status;
+  const status = () => (objects.get('backups', 'b1') as { status: Record<string, unknown> }).status;
   return { ctx, event, status, events, published, handler: () => handler(event, ctx) };
 };
 

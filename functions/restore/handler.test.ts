@@ -1,5 +1,6 @@
 import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
+import { memoryCustomObjects } from '../../shared/runtime/fixture.ts';
 import { fakeContext, runningSafetyBackup } from './fixture.ts';
 import { handler } from './index.ts';
 import { STATE_ANNOTATION } from './state.ts';
@@ -15,9 +16,8 @@ const world = (o: {
   /** The Restore's state annotation (its record of a load). */
   state?: Record<string, unknown>;
 }) => {
-  const objects = new Map<string, Record<string, unknown>>();
-  const put = (plural: string, obj: { metadata: { name: string } }) =>
-    objects.set(`${plural}/${obj.metadata.name}`, structuredClone(obj) as Record<string, unknown>);
+  const objects = memoryCustomObjects();
+  const put = objects.put;
   put('restores', {
     apiVersion: 'tideway.dev/v1alpha1',
     kind: 'Restore',
@@ -61,19 +61,7 @@ const world = (o: {
   // Unfinished: a run of r1 on its own events looks and waits.
   put('backups', runningSafetyBackup('u-now'));
   const api = {
-    getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
-      const obj = objects.get(`${a.plural}/${a.name}`);
-      if (!obj) throw Object.assign(new Error('not found'), { code: 404 });
-      return structuredClone(obj);
-    },
-    replaceNamespacedCustomObjectStatus: async (a: {
-      plural: string;
-      name: string;
-      body: Record<string, unknown>;
-    }) => {
-      objects.set(`${a.plural}/${a.name}`, structuredClone(a.body));
-      return a.body;
-    },
+    ...objects.api,
     createNamespacedEvent: async () => ({}),
     // The cluster's password Secret, and no pods: a load's target does not answer.
     readNamespacedSecret: async (a: { name: string }) => ({
@@ -108,10 +96,10 @@ const world = (o: {
       cluster: 'main',
       uid,
     }) as unknown as CloudEvent<unknown>;
-  const status = () => (objects.get('restores/r1') as { status: Record<string, unknown> }).status;
+  const status = () => (objects.get('restores', 'r1') as { status: Record<string, unknown> }).status;
   const restoring = () =>
     (
-      objects.get('redisclusters/main') as { status: { conditions?: { type: string; status: string }[] } }
+      objects.get('redisclusters', 'main') as { status: { conditions?: { type: string; status: string }[] } }
     ).status.conditions?.find((c) => c.type === 'Restoring');
   /** The watcher's deleted event of an earlier r1 (uid u-earlier), with its last state; it loaded nothing. */
   const deletedEarlier = () =>
