@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Backup, Restore } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import type { Compression } from '../../shared/backup/compression.ts';
+import { keyOfLocation, s3KeyOf } from '../../shared/backup/location.ts';
 import { type Manifest, zManifest } from '../../shared/backup/manifest.ts';
 import { type BackupStoreSpec, type ResolvedStore, resolveStore } from '../../shared/backup/store-config.ts';
 import { RestoreError } from './errors.ts';
@@ -32,23 +33,7 @@ export { pickLatest };
 export const manifestKeyOf = (objectKey: string) =>
   `${objectKey.replace(/\.(rdb|db)(\.zst|\.gz)?(\.enc)?$/, '')}.manifest.json`;
 
-/** `s3://bucket/key` → key, when it is in that bucket. */
-export const keyOfLocation = (location: string, bucket: string) => {
-  const prefix = `s3://${bucket}/`;
-  return location.startsWith(prefix) && location.length > prefix.length
-    ? location.slice(prefix.length)
-    : undefined;
-};
-
-/**
- * An S3 source's key in the bucket: `key` as given when it already starts with the store's prefix
- * (copied from a Backup's location), else under the prefix.
- */
-export const s3KeyOf = (prefix: string | undefined, key: string) => {
-  if (!prefix) return key;
-  const dir = prefix.endsWith('/') ? prefix : `${prefix}/`;
-  return key.startsWith(dir) ? key : `${dir}${key.replace(/^\/+/, '')}`;
-};
+export { keyOfLocation, s3KeyOf };
 
 /** What a Restore's spec asks for, in words (status.source, the printer column). */
 export const describeRef = (ref: SourceRef, restore: Restore) => {

@@ -78,4 +78,61 @@ describe('the Restores that still need a Backup', () => {
     ];
     expect(restoresUsing(list, nightly)).toEqual([]);
   });
+
+  it('are those whose raw S3 key names its stored object, in the store it wrote to', () => {
+    const stored = {
+      metadata: { name: 'nightly', uid: 'u-1' },
+      status: {
+        phase: 'Completed',
+        location: 's3://bkp/team/cache/nightly.rdb.zst',
+        store: {
+          s3: {
+            bucket: 'bkp',
+            endpoint: 'http://s3.local:9000',
+            prefix: 'team',
+            credentialsSecret: { name: 'c' },
+          },
+        },
+      },
+    } as never;
+    const raw = (name: string, s3: { bucket?: string; endpoint?: string; prefix?: string; key: string }) =>
+      restore(name, {
+        source: {
+          s3: {
+            store: {
+              s3: {
+                bucket: s3.bucket ?? 'bkp',
+                endpoint: s3.endpoint ?? 'http://s3.local:9000/',
+                ...(s3.prefix !== undefined ? { prefix: s3.prefix } : {}),
+                credentialsSecret: { name: 'c' },
+              },
+            },
+            key: s3.key,
+          },
+        },
+        phase: 'Verifying',
+      });
+    const list = [
+      raw('copied', { key: 'team/cache/nightly.rdb.zst' }),
+      raw('under-prefix', { prefix: 'team', key: 'cache/nightly.rdb.zst' }),
+      raw('other-key', { key: 'team/cache/other.rdb.zst' }),
+      raw('other-bucket', { bucket: 'elsewhere', key: 'team/cache/nightly.rdb.zst' }),
+      raw('other-endpoint', { endpoint: 'http://s3.other:9000', key: 'team/cache/nightly.rdb.zst' }),
+      restore('resolved', {
+        source: {
+          s3: {
+            store: {
+              s3: { bucket: 'bkp', endpoint: 'http://s3.local:9000', credentialsSecret: { name: 'c' } },
+            },
+            key: 'x',
+          },
+        },
+        resolved: { kind: 's3', key: 'team/cache/nightly.rdb.zst' },
+        phase: 'Restoring',
+      }),
+    ];
+    expect(restoresUsing(list, stored)).toEqual(['copied', 'under-prefix', 'resolved']);
+    // A Backup with no stored object (never uploaded) is read by no raw key.
+    expect(restoresUsing(list, { metadata: { name: 'nightly', uid: 'u-1' } })).toEqual([]);
+  });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Backup, Restore } from '../api/generated.ts';
+import { keyOfLocation, s3KeyOf } from '../backup/location.ts';
 import { isActive } from './ended.ts';
 
 /**
@@ -36,14 +37,38 @@ export const backupsUsedBy = (r: Restore): { name: string; uid?: string }[] => {
 };
 
 /**
- * The Restores that still need `backup`'s stored object (`isActive`: unfinished, not given up):
- * to load it (named, or resolved from `latest`), or to roll back to it (their safety backup).
- * Deleting it under them would fail the restore, or leave a failed load with no way back.
+ * Whether a Restore's raw S3 source (`source.s3`) is the Backup's stored object: the same
+ * endpoint and bucket as the store the Backup wrote to, and its key (as resolved, or as given
+ * under the prefix). Such a Restore reads the object the Backup's deletion would delete.
  */
-export const restoresUsing = (restores: readonly Restore[], backup: Pick<Backup, 'metadata'>): string[] => {
+const readsObjectOf = (r: Restore, backup: Pick<Backup, 'status'>): boolean => {
+  const s3 = r.spec.source.s3;
+  const store = backup.status?.store?.s3;
+  if (!s3 || !store || s3.store.s3.bucket !== store.bucket) return false;
+  const endpoint = (e: string | undefined) => (e ?? '').replace(/\/+$/, '');
+  if (endpoint(s3.store.s3.endpoint) !== endpoint(store.endpoint)) return false;
+  const resolved = resolvedSource(r);
+  const key = resolved?.kind === 's3' ? resolved.key : s3KeyOf(s3.store.s3.prefix, s3.key);
+  return key === keyOfLocation(backup.status?.location ?? '', store.bucket);
+};
+
+/**
+ * The Restores that still need `backup`'s stored object (`isActive`: unfinished, not given up):
+ * to load it (named, resolved from `latest`, or its object named by a raw S3 key), or to roll
+ * back to it (their safety backup). Deleting it under them would fail the restore, or leave a
+ * failed load with no way back.
+ */
+export const restoresUsing = (
+  restores: readonly Restore[],
+  backup: Pick<Backup, 'metadata' | 'status'>,
+): string[] => {
   const { name, uid } = backup.metadata;
   return restores
     .filter(isActive)
-    .filter((r) => backupsUsedBy(r).some((u) => u.name === name && (!u.uid || !uid || u.uid === uid)))
+    .filter(
+      (r) =>
+        backupsUsedBy(r).some((u) => u.name === name && (!u.uid || !uid || u.uid === uid)) ||
+        readsObjectOf(r, backup),
+    )
     .map((r) => r.metadata.name);
 };
