@@ -12,6 +12,8 @@ export type FollowOptions<S extends Followed> = {
   read: () => Promise<S | undefined>;
   /** Phases after which nothing changes any more. */
   terminal: ReadonlySet<string>;
+  /** A status in another phase that nothing moves on (a Restore the runtime gave up on). */
+  stopped?: (s: S) => boolean;
   /** Progress goes here (stderr); undefined draws nothing (-o json). */
   out: { write(s: string): unknown; isTTY?: boolean | undefined } | undefined;
   intervalMs?: number;
@@ -63,7 +65,7 @@ export const follow = async <S extends Followed>(o: FollowOptions<S>): Promise<S
       }
       shownPhase = phase;
     }
-    if (s && o.terminal.has(phase)) {
+    if (s && (o.terminal.has(phase) || o.stopped?.(s))) {
       if (tty && o.out) o.out.write('\n');
       return s;
     }

@@ -1,4 +1,5 @@
 import type { BackupStatus, RedisCluster, RestoreStatus } from '../shared/api/generated.ts';
+import { givenUp } from '../shared/restore/ended.ts';
 import { formatBytes } from './format.ts';
 
 type Condition = NonNullable<NonNullable<RedisCluster['status']>['conditions']>[number];
@@ -57,6 +58,8 @@ export const renderRestoreOutcome = (name: string, s: RestoreStatus): string => 
       ...(s.keys === undefined ? [] : [`  keys:     ${s.keys}`]),
       ...(s.safetyBackup ? [`  safety backup: ${s.safetyBackup}`] : []),
     ].join('\n');
+  const given = givenUp({ status: s });
+  if (given) return `Restore ${name} ${s.phase ?? 'Pending'}, given up on: ${given.reason}: ${given.message}`;
   const why = `${s.error?.reason ?? 'Unknown'}: ${s.error?.message ?? '(no message)'}`;
   return s.phase === 'RolledBack'
     ? `Restore ${name} RolledBack (the cluster holds its data from before, from ${s.safetyBackup ?? 'the safety backup'}): ${why}`

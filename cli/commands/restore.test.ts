@@ -177,4 +177,37 @@ describe('tideway restore', () => {
       progress: { percent: 100 },
     });
   });
+
+  it('takes a Restore the runtime gave up on as the function does: no refusal, unless it left a load; following stops at it', async () => {
+    const backups = [backup('nightly', 'Completed')];
+    const given = (name: string, phase: string) => ({
+      ...restoreOf(name, 'cache'),
+      status: {
+        phase,
+        conditions: [
+          {
+            type: 'Completed',
+            status: 'False',
+            reason: 'RetriesExhausted',
+            message: 'the handler did not finish in 1000 attempts',
+            lastTransitionTime: '2026-11-20T03:00:00Z',
+          },
+        ],
+      },
+    });
+    const loading = fakeApi({ backups, restores: [given('r0', 'Restoring') as Restore] });
+    expect(await refused(['restore', 'cache', '--latest'], loading)).toBe(
+      'a Restore of RedisCluster "cache" in namespace "demo" is not finished: r0 (Restoring, given up on: its next run or its deletion settles its load); restore again once it has ended',
+    );
+    const stuck = fakeApi({
+      backups,
+      restores: [given('r0', 'Verifying') as Restore],
+      ends: given('r1', 'Verifying').status as Restore['status'],
+    });
+    const r = await run(['restore', 'cache', '--latest'], stuck.api);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      'Restore r1 Verifying, given up on: RetriesExhausted: the handler did not finish in 1000 attempts',
+    );
+  });
 });

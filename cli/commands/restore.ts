@@ -1,6 +1,7 @@
 import type { RestoreStatus } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { pickLatest } from '../../shared/backup/latest.ts';
+import { describeRunning, FINISHED, givenUp, isActive } from '../../shared/restore/ended.ts';
 import type { Command } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
 import { follow } from '../follow.ts';
@@ -9,8 +10,6 @@ import { renderRestoreOutcome } from '../render.ts';
 import type { Io } from './io.ts';
 
 type RestoreCommand = Extract<Command, { cmd: 'restore' }>;
-
-const TERMINAL: ReadonlySet<string> = new Set(['Completed', 'Failed', 'RolledBack']);
 
 /**
  * What the restore function would refuse, refused here before anything is created: a cluster
@@ -39,12 +38,13 @@ const refuse = async (c: RestoreCommand, api: TidewayApi, ns: string) => {
     throw new CliError(
       `${rdc} has no Completed Backup for --latest (safety backups of restores do not count: restore one with --backup NAME)`,
     );
+  // The function's and the webhook's rule (shared/restore/ended.ts).
   const running = (await api.listRestores(ns)).filter(
-    (r) => r.spec.cluster.name === c.cluster && !TERMINAL.has(r.status?.phase ?? ''),
+    (r) => r.spec.cluster.name === c.cluster && isActive(r),
   );
   if (running.length > 0)
     throw new CliError(
-      `a Restore of ${rdc} is not finished: ${running.map((r) => `${r.metadata.name} (${r.status?.phase ?? 'Pending'})`).join(', ')}; restore again once it has ended`,
+      `a Restore of ${rdc} is not finished: ${running.map(describeRunning).join(', ')}; restore again once it has ended`,
     );
 };
 
@@ -70,7 +70,9 @@ export const restore = async (c: RestoreCommand, api: TidewayApi, io: Io) => {
     );
   const s: RestoreStatus = await follow({
     read: async () => (await api.getRestore(ns, name)).status,
-    terminal: TERMINAL,
+    terminal: FINISHED,
+    // Given up on by the runtime: nothing moves it on until a run of its own ends it.
+    stopped: (status) => givenUp({ status }) !== undefined,
     out: c.output === 'json' ? undefined : io.stderr,
   });
   io.stdout.write(

@@ -1,27 +1,43 @@
-import type { Condition } from '../../shared/kube/conditions.ts';
-import type { Outcome } from '../../shared/runtime/handler.ts';
+import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
+import { type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { RESTORING, restoringMessageFor } from './cluster-status.ts';
 import { failRestore } from './finish.ts';
 import { settleLoad, VERDICT_WORDS } from './gone.ts';
 import type { Run } from './run.ts';
 
+/** How often a given-up Restore looks again at a load's target that loads or does not answer. */
+const SETTLE_RECHECK_MS = 5000;
+
 /**
  * A Restore the runtime gave up on (`givenUp`), at its next run: ended, never taken up again — a
  * run hours later must not load over what the cluster has had since. Given up while loading, the
- * load it left is settled as a deleted Restore's is (the master made a master again if it still
- * follows the feed, which is gone) and said: the master's own data when the load never reached
+ * load it left is first settled as a deleted Restore's is (the master made a master again if it
+ * still follows the feed, which is gone), only while the cluster's Restoring mark names it (else
+ * the load is not its to touch); while the target still loads or does not answer, it looks again
+ * and stays active (`isActive`). Then said: the master's own data when the load never reached
  * it, else Unknown with what the master holds.
  */
 export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> => {
   const phase = run.loaded.restore.status?.phase ?? 'Pending';
   const load = phase === 'Restoring' ? run.loaded.state.load : undefined;
-  const verdict = load ? await settleLoad(run.ctx, run.rc, load) : undefined;
+  const mark = findCondition(run.rc.status?.conditions as Condition[] | undefined, RESTORING);
+  const marked =
+    mark?.status === 'True' && mark.message?.startsWith(restoringMessageFor(run.loaded.key.name)) === true;
+  const verdict = load && marked ? await settleLoad(run.ctx, run.rc, load) : undefined;
+  if (verdict === 'loading' || verdict === 'unreachable')
+    return retryAfter(SETTLE_RECHECK_MS, `SettlingLoad: ${VERDICT_WORDS[verdict]}`);
   const untouched = phase !== 'Restoring' || (load?.of === 'restore' && verdict === 'untouched');
+  const words = verdict
+    ? VERDICT_WORDS[verdict]
+    : load
+      ? 'its load was left as it was (the cluster’s Restoring condition does not name this Restore)'
+      : 'no load was recorded';
   return failRestore(run, {
     reason: given.reason,
     message: `${given.message}; ${
       untouched
         ? 'nothing was restored: create the Restore again'
-        : `the restore function stopped during a load: ${verdict ? VERDICT_WORDS[verdict] : 'no load was recorded'}; check the data, or restore again`
+        : `the restore function stopped during a load: ${words}; check the data, or restore again`
     }`,
     data: untouched ? 'untouched' : 'interrupted',
     at: phase,

@@ -17,6 +17,7 @@ const world = (o: {
   state?: Record<string, unknown>;
 }) => {
   const objects = memoryCustomObjects();
+  let probesFail = false;
   const put = objects.put;
   put('restores', {
     apiVersion: 'tideway.dev/v1alpha1',
@@ -80,7 +81,10 @@ const world = (o: {
       },
       data: { password: Buffer.from('pw').toString('base64') },
     }),
-    listNamespacedPod: async () => ({ items: [] }),
+    listNamespacedPod: async () => {
+      if (probesFail) throw new Error('the cluster was probed');
+      return { items: [] };
+    },
   };
   const { ctx, published } = fakeContext(api, {
     env: { TIDEWAY_RESTORE_FEED_HOST: '10.0.0.1', TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '30000' },
@@ -122,7 +126,10 @@ const world = (o: {
         },
       },
     }) as unknown as CloudEvent<unknown>;
-  return { ctx, event, status, published, restoring, deletedEarlier };
+  const failProbes = () => {
+    probesFail = true;
+  };
+  return { ctx, event, status, published, restoring, deletedEarlier, failProbes };
 };
 
 /** A load of r1's backup into main-0, as its record keeps it. */
@@ -218,23 +225,39 @@ describe('the restore handler', () => {
     expect(loading.published).toEqual(['dev.tideway.restore.failed']);
   });
 
-  it('given up on mid-load with a load recorded, says what the load’s target holds (here: it does not answer)', async () => {
+  it('given up on mid-load, settles the load its cluster’s mark names first: a target that does not answer is looked at again, the Restore left active', async () => {
     const w = world({
       phase: 'Restoring',
       condition: { reason: 'RetriesExhausted', message: 'gave up' },
       marked: true,
       state: { load: { ...LOAD, delivered: true } },
     });
+    expect(await handler(w.event('u-now'), w.ctx)).toMatchObject({
+      kind: 'retry',
+      reason: 'SettlingLoad: the master does not answer',
+    });
+    expect(w.status()).toMatchObject({ phase: 'Restoring' });
+    expect(w.restoring()).toMatchObject({ status: 'True' });
+  });
+
+  it('…and leaves a load alone that the mark does not name: ended, saying so, the cluster never probed', async () => {
+    const w = world({
+      phase: 'Restoring',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      state: { load: { ...LOAD, delivered: true } },
+    });
+    w.failProbes();
     expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
     expect(w.status()).toMatchObject({
       phase: 'Failed',
       error: {
-        reason: 'RetriesExhausted',
         message:
-          'gave up; the restore function stopped during a load: the master does not answer; check the data, or restore again',
+          'gave up; the restore function stopped during a load: its load was left as it was (the cluster’s Restoring condition does not name this Restore); check the data, or restore again',
       },
+      conditions: expect.arrayContaining([
+        expect.objectContaining({ type: 'ClusterData', reason: 'Interrupted' }),
+      ]),
     });
-    expect(w.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
   });
 
   it("an earlier Restore's deletion ends its mark on the cluster, though a new one of the name exists that loaded nothing", async () => {

@@ -1,4 +1,5 @@
 import type { BackupStoreSpec } from '../../shared/backup/store-config.ts';
+import { describeRunning } from '../../shared/restore/ended.ts';
 import { maxmemoryProblem, memoryProblem } from '../../shared/restore/load.ts';
 import { LockLostError, type Outcome, retryAfter, TemporaryError } from '../../shared/runtime/handler.ts';
 import { failureOf } from './errors.ts';
@@ -48,7 +49,7 @@ export const start = async (run: Run): Promise<Outcome> => {
   if (busy.length > 0)
     return failRestore(run, {
       reason: 'RestoreInProgress',
-      message: `RedisCluster ${cluster} takes one restore at a time and ${busy.map((r) => `Restore ${r.metadata.name} (${r.status?.phase ?? 'Pending'})`).join(', ')} was not finished when this one was made: create this Restore again when none is running`,
+      message: `RedisCluster ${cluster} takes one restore at a time and ${busy.map((r) => `Restore ${describeRunning(r)}`).join(', ')} was not finished when this one was made: create this Restore again when none is running`,
       data: 'untouched',
       at: 'Pending',
     });

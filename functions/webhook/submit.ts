@@ -2,7 +2,7 @@ import { zBackup, zRedisCluster, zRestore } from '../../shared/api/generated.ts'
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { pickLatest } from '../../shared/backup/latest.ts';
 import { TIDEWAY_GROUP, TIDEWAY_VERSION } from '../../shared/kube/resources.ts';
-import { isActive } from '../../shared/restore/ended.ts';
+import { describeRunning, isActive } from '../../shared/restore/ended.ts';
 import { WebhookError } from './errors.ts';
 import { fingerprintOf, type Intent, objectNameOf } from './intent.ts';
 import type { Kind, WebhookKube } from './kube.ts';
@@ -186,7 +186,7 @@ export const submit = async (
     const running = (await kube.list('Restore', ns)).flatMap((raw) => {
       const r = zRestore.safeParse(raw);
       return r.success && r.data.spec.cluster.name === intent.cluster && isActive(r.data)
-        ? [`${r.data.metadata.name} (${r.data.status?.phase ?? 'Pending'})`]
+        ? [describeRunning(r.data)]
         : [];
     });
     if (running.length > 0)

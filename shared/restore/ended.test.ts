@@ -25,12 +25,16 @@ const restore = (phase: (typeof PHASES)[number] | 'Failed', reason?: string): Pi
 
 describe('a Restore the runtime gave up on', () => {
   it('is found in every unfinished phase by a Completed condition its phase did not write', () => {
-    for (const phase of PHASES) {
+    for (const phase of PHASES)
       expect(givenUp(restore(phase, 'RetriesExhausted')), `phase ${phase}`).toMatchObject({
         reason: 'RetriesExhausted',
       });
+  });
+
+  it('is active no more, unless given up mid-load: that load is its own next run’s (or its deletion’s) to settle', () => {
+    for (const phase of PHASES.filter((p) => p !== 'Restoring'))
       expect(isActive(restore(phase, 'RetriesExhausted')), `phase ${phase}`).toBe(false);
-    }
+    expect(isActive(restore('Restoring', 'RetriesExhausted'))).toBe(true);
   });
 
   it('is not one that runs: no condition yet, or the one its phase writes', () => {

@@ -23,7 +23,17 @@ export const givenUp = (r: Pick<Restore, 'status'>): Condition | undefined => {
 };
 
 /**
- * Whether a Restore may still load data into its cluster: neither finished nor given up. Only
- * such a Restore keeps a later one of its cluster from starting, and its Backups from deletion.
+ * Whether a Restore may still load data into its cluster, or has a load to settle: neither
+ * finished nor given up — except one given up in Restoring, whose load only its own next run (or
+ * its deletion) settles: until then its cluster takes no other restore, and its Backups (the way
+ * back among them) stay. Only such a Restore keeps a later one of its cluster from starting, and
+ * its Backups from deletion.
  */
-export const isActive = (r: Pick<Restore, 'status'>) => !isFinished(r) && !givenUp(r);
+export const isActive = (r: Pick<Restore, 'status'>) =>
+  !isFinished(r) && (!givenUp(r) || r.status?.phase === 'Restoring');
+
+/** `name (phase)`, and what a Restore given up on mid-load waits for: how refusals name it. */
+export const describeRunning = (r: Pick<Restore, 'status' | 'metadata'>) =>
+  `${r.metadata.name} (${r.status?.phase ?? 'Pending'}${
+    givenUp(r) ? ', given up on: its next run or its deletion settles its load' : ''
+  })`;

@@ -54,7 +54,22 @@ describe('the Restores that still need a Backup', () => {
       restore('latest', { resolved: { kind: 'backup', name: 'nightly', uid: 'u-1' }, phase: 'Verifying' }),
       restore('rollback', { source: { backup: { name: 'other' } }, safety: 'nightly', phase: 'Restoring' }),
     ];
-    expect(restoresUsing(list, nightly)).toEqual(['by-name', 'pending', 'latest', 'rollback']);
+    // Given up on mid-load: the way back stays until its load is settled and it has ended.
+    list.push(
+      restore('given-up-loading', {
+        source: { backup: { name: 'other' } },
+        safety: 'nightly',
+        phase: 'Restoring',
+        givenUp: true,
+      }),
+    );
+    expect(restoresUsing(list, nightly)).toEqual([
+      'by-name',
+      'pending',
+      'latest',
+      'rollback',
+      'given-up-loading',
+    ]);
   });
 
   it('are not finished ones, nor ones given up on, nor those of another Backup or another incarnation of its name', () => {
@@ -66,8 +81,8 @@ describe('the Restores that still need a Backup', () => {
       restore('s3', { source: { s3: {} }, resolved: { kind: 's3', key: 'a/b.rdb' }, phase: 'Restoring' }),
       restore('old-uid', { resolved: { kind: 'backup', name: 'nightly', uid: 'u-0' }, phase: 'Restoring' }),
       restore('unreadable', { resolved: '{not json', phase: 'Restoring' }),
-      // Given up on: its next run ends it without a load; there may never be one.
-      ...['Verifying', 'SafetyBackup', 'Restoring'].map((phase) =>
+      // Given up on before a load: its next run ends it without one; there may never be one.
+      ...['Verifying', 'SafetyBackup'].map((phase) =>
         restore(`given-up-${phase}`, {
           source: { backup: { name: 'nightly' } },
           safety: 'nightly',
