@@ -2,11 +2,8 @@ import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { RESTORING, restoringMessageFor } from './cluster-status.ts';
 import { failRestore } from './finish.ts';
-import { settleLoad, VERDICT_WORDS } from './gone.ts';
+import { lookAgain, SETTLE, settleLoad, VERDICT_WORDS } from './gone.ts';
 import type { Run } from './run.ts';
-
-/** How often a given-up Restore looks again at a load's target that loads or does not answer. */
-const SETTLE_RECHECK_MS = 5000;
 
 /**
  * A Restore the runtime gave up on (`givenUp`), at its next run: ended, never taken up again — a
@@ -14,7 +11,7 @@ const SETTLE_RECHECK_MS = 5000;
  * load it left is first settled as a deleted Restore's is (the master made a master again if it
  * still follows the feed, which is gone), only while the cluster's Restoring mark names it (else
  * the load is not its to touch); while the target still loads or does not answer, it looks again
- * and stays active (`isActive`). Then said: the master's own data when the load never reached
+ * (`lookAgain`) and stays active (`isActive`). Then said: the master's own data when the load never reached
  * it, else Unknown with what the master holds.
  */
 export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> => {
@@ -24,8 +21,8 @@ export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> =
   const marked =
     mark?.status === 'True' && mark.message?.startsWith(restoringMessageFor(run.loaded.key.name)) === true;
   const verdict = load && marked ? await settleLoad(run.ctx, run.rc, load) : undefined;
-  if (verdict === 'loading' || verdict === 'unreachable')
-    return retryAfter(SETTLE_RECHECK_MS, `SettlingLoad: ${VERDICT_WORDS[verdict]}`);
+  if (verdict && lookAgain(verdict, run.ctx))
+    return retryAfter(SETTLE.recheckMs, `SettlingLoad: ${VERDICT_WORDS[verdict]}`);
   const untouched = phase !== 'Restoring' || (load?.of === 'restore' && verdict === 'untouched');
   const words = verdict
     ? VERDICT_WORDS[verdict]

@@ -5,7 +5,7 @@ import { handlerRecorder, regardingOf } from '../../shared/kube/events.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
-import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
+import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { RESTORING, restoringMessageFor } from './cluster-status.ts';
 import { readCluster, writeClusterStatus } from './kube.ts';
 import { type Load, stateOf } from './state.ts';
@@ -39,6 +39,18 @@ export const settleLoad = async (ctx: HandlerContext, rc: RedisCluster, load: Lo
   return judgeLoad(load, seen?.now);
 };
 
+/** How often, and for how many looks, a load's target that loads or does not answer is looked at again. */
+export const SETTLE = { recheckMs: 5000, looks: 120 } as const;
+
+/**
+ * Whether to look at a settling load's target again rather than end with what is known: while it
+ * still loads (it may yet follow the feed when done) or does not answer, for at most
+ * `SETTLE.looks` looks (10 minutes) and never past the delivery's last retry.
+ */
+export const lookAgain = (verdict: DataVerdict, ctx: Pick<HandlerContext, 'attempt' | 'maxAttempts'>) =>
+  (verdict === 'loading' || verdict === 'unreachable') &&
+  ctx.attempt < Math.min(SETTLE.looks, ctx.maxAttempts - 1);
+
 /**
  * A Restore deleted while its cluster carries Restoring=True for it (the function stopped
  * mid-load, then someone deleted the Restore): nothing would ever end the condition, and the
@@ -61,7 +73,10 @@ export const restoreGone = async (event: CloudEvent<unknown>, ctx: HandlerContex
       return undefined;
     }
   })();
-  const words = load ? VERDICT_WORDS[await settleLoad(ctx, rc, load)] : 'no data was loaded';
+  const verdict = load ? await settleLoad(ctx, rc, load) : undefined;
+  if (verdict && lookAgain(verdict, ctx))
+    return retryAfter(SETTLE.recheckMs, `SettlingLoad: ${VERDICT_WORDS[verdict]}`);
+  const words = verdict ? VERDICT_WORDS[verdict] : 'no data was loaded';
   const message = `${restoringMessageFor(r.metadata.name)}was deleted before it ended; ${words}`;
   ctx.fence();
   await writeClusterStatus(ctx.kube, rc, (s) => ({

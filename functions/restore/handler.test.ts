@@ -2,6 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { memoryCustomObjects } from '../../shared/runtime/fixture.ts';
 import { fakeContext, runningSafetyBackup } from './fixture.ts';
+import { lookAgain, SETTLE } from './gone.ts';
 import { handler } from './index.ts';
 import { STATE_ANNOTATION } from './state.ts';
 
@@ -11,8 +12,9 @@ const world = (o: {
   condition: { reason: string; message: string };
   /** The Restore's phase: SafetyBackup unless said. */
   phase?: 'Verifying' | 'SafetyBackup' | 'Restoring';
-  /** The cluster carries Restoring=True naming r1 (a run marked it). */
+  /** The cluster carries Restoring=True naming r1 (a run marked it), or `markedFor`. */
   marked?: boolean;
+  markedFor?: string;
   /** The Restore's state annotation (its record of a load). */
   state?: Record<string, unknown>;
 }) => {
@@ -52,7 +54,7 @@ const world = (o: {
               type: 'Restoring',
               status: 'True',
               reason: 'Restoring',
-              message: 'Restore r1 loads backup b1',
+              message: `Restore ${o.markedFor ?? 'r1'} loads backup b1`,
               lastTransitionTime: '2026-11-27T00:00:00Z',
             },
           ],
@@ -244,6 +246,8 @@ describe('the restore handler', () => {
     const w = world({
       phase: 'Restoring',
       condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      marked: true,
+      markedFor: 'r2',
       state: { load: { ...LOAD, delivered: true } },
     });
     w.failProbes();
@@ -271,5 +275,18 @@ describe('the restore handler', () => {
     const w = world({ condition: waiting, marked: true, state: { load: LOAD } });
     expect(await handler(w.deletedEarlier(), w.ctx)).toEqual({ kind: 'done' });
     expect(w.restoring()).toMatchObject({ status: 'True' });
+  });
+
+  it('looks again at a settling load’s target while it loads or does not answer, for 10 minutes at most', () => {
+    const at = (attempt: number, maxAttempts = 1000) => ({ attempt, maxAttempts });
+    for (const v of ['loading', 'unreachable'] as const) {
+      expect(lookAgain(v, at(1)), v).toBe(true);
+      expect(lookAgain(v, at(SETTLE.looks - 1)), v).toBe(true);
+      expect(lookAgain(v, at(SETTLE.looks)), v).toBe(false);
+      // Never past the delivery's last retry: the end is then said, not lost.
+      expect(lookAgain(v, at(9, 10)), v).toBe(false);
+    }
+    for (const v of ['loaded', 'untouched', 'unknown'] as const) expect(lookAgain(v, at(1)), v).toBe(false);
+    expect(SETTLE.looks * SETTLE.recheckMs).toBe(10 * 60_000);
   });
 });

@@ -93,6 +93,9 @@ const handleRestore = async (
         : `RedisCluster ${restore.spec.cluster.name} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster.name`,
       data: phase === 'Restoring' ? 'interrupted' : 'untouched',
     });
+  // Before anything else may end it: a load it left is settled first.
+  const abandoned = givenUp(restore);
+  if (abandoned) return endGivenUp(run, abandoned);
   if (!env.TIDEWAY_RESTORE_FEED_HOST)
     return failRestore(run, {
       reason: 'FeedHostNotSet',
@@ -100,8 +103,6 @@ const handleRestore = async (
         'the restore function has no TIDEWAY_RESTORE_FEED_HOST (the address of its pod that the cluster reaches): set it from the downward API (status.podIP) and create the Restore again',
       data: phase === 'Restoring' ? 'interrupted' : 'untouched',
     });
-  const abandoned = givenUp(restore);
-  if (abandoned) return endGivenUp(run, abandoned);
   switch (phase) {
     case 'Pending':
       return start(run);

@@ -98,7 +98,7 @@ const BACKUP = '/v1/namespaces/ns/redisclusters/cache/backup';
 const RESTORE = '/v1/namespaces/ns/redisclusters/cache/restore';
 
 describe('webhook app', () => {
-  it('refuses a restore while one of the cluster runs, not while one the runtime gave up on waits', async () => {
+  it('refuses a restore while one of the cluster runs, not while one the runtime gave up on before a load waits', async () => {
     const s = setup();
     s.mem.put('Backup', 'ns', 'nightly', {
       apiVersion: 'tideway.dev/v1alpha1',
@@ -129,6 +129,18 @@ describe('webhook app', () => {
       ]),
     );
     expect((await s.post(RESTORE, body, sign(s.secret.value!, body))).status).toBe(202);
+    // Given up on mid-load: its load is not settled yet, and it alone still holds the cluster.
+    for (const key of [...s.mem.objects.keys()])
+      if (key.startsWith('Restore/ns/webhook-')) s.mem.objects.delete(key);
+    expect([...s.mem.objects.keys()].filter((k) => k.startsWith('Restore/'))).toEqual(['Restore/ns/earlier']);
+    const loading = running([{ ...at, reason: 'RetriesExhausted', message: 'gave up' }]);
+    s.mem.put('Restore', 'ns', 'earlier', { ...loading, status: { ...loading.status, phase: 'Restoring' } });
+    const again = '{"latest": true}';
+    const held = await s.post(RESTORE, again, sign(s.secret.value!, again));
+    expect(held.status).toBe(409);
+    const refusal = ((await held.json()) as { error: { code: string; message: string } }).error;
+    expect(refusal.code).toBe('RestoreInProgress');
+    expect(refusal.message).toMatch(/earlier \(Restoring, given up on: /);
   });
 
   it('refuses unsigned and malformed requests before it reads any Secret', async () => {

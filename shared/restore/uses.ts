@@ -37,16 +37,15 @@ export const backupsUsedBy = (r: Restore): { name: string; uid?: string }[] => {
 };
 
 /**
- * Whether a Restore's raw S3 source (`source.s3`) is the Backup's stored object: the same
- * endpoint and bucket as the store the Backup wrote to, and its key (as resolved, or as given
- * under the prefix). Such a Restore reads the object the Backup's deletion would delete.
+ * Whether a Restore's raw S3 source (`source.s3`) may be the Backup's stored object: the bucket
+ * the Backup wrote to, and its key (as resolved, or as given under the prefix). Endpoints are not
+ * compared: one server has many names (none for AWS, a region's, a Service's short and long), and
+ * keeping a Backup a while too long costs little, deleting an object a restore reads much.
  */
 const readsObjectOf = (r: Restore, backup: Pick<Backup, 'status'>): boolean => {
   const s3 = r.spec.source.s3;
   const store = backup.status?.store?.s3;
   if (!s3 || !store || s3.store.s3.bucket !== store.bucket) return false;
-  const endpoint = (e: string | undefined) => (e ?? '').replace(/\/+$/, '');
-  if (endpoint(s3.store.s3.endpoint) !== endpoint(store.endpoint)) return false;
   const resolved = resolvedSource(r);
   const key = resolved?.kind === 's3' ? resolved.key : s3KeyOf(s3.store.s3.prefix, s3.key);
   return key === keyOfLocation(backup.status?.location ?? '', store.bucket);
