@@ -6,11 +6,19 @@ import { finalizeBackup } from './finalize.ts';
 
 // The finalizer's wait for Restores that use a deleted Backup, on an in-memory API: what it
 // lists, the Events it records, the finalizer patch. The store is never reached (no status.store).
-const world = (o: { phase: string; attempt: number; maxAttempts?: number; restore?: object }) => {
+const world = (o: {
+  phase: string;
+  attempt: number;
+  maxAttempts?: number;
+  restore?: object;
+  etcd?: object;
+}) => {
   const events: string[] = [];
   const patched: unknown[] = [];
   const api = {
-    listNamespacedCustomObject: async () => ({ items: o.restore ? [o.restore] : [] }),
+    listNamespacedCustomObject: async (a: { plural: string }) => ({
+      items: a.plural === 'restores' ? (o.restore ? [o.restore] : []) : o.etcd ? [o.etcd] : [],
+    }),
     createNamespacedEvent: async (a: { body: { reason: string } }) => {
       events.push(a.body.reason);
       return {};
@@ -79,6 +87,29 @@ describe('a deleted Backup that a Restore uses', () => {
     expect(await finalizeBackup(w.loaded, w.ctx)).toMatchObject({ kind: 'done' });
     expect(w.events).toContain('InUseGaveUp');
     expect(w.patched).toEqual([{ metadata: { finalizers: [], resourceVersion: '7' } }]);
+  });
+
+  it('is kept while a new EtcdCluster starts from it, not once that cluster formed', async () => {
+    const starting = {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'EtcdCluster',
+      metadata: { name: 'meta', namespace: 'ns' },
+      spec: { bootstrap: { fromBackup: { name: 'nightly' } } },
+      status: { bootstrap: { backup: 'nightly', backupUid: 'u-1' } },
+    };
+    const w = world({ phase: 'Completed', attempt: 1, etcd: starting });
+    expect(await finalizeBackup(w.loaded, w.ctx)).toMatchObject({
+      kind: 'retry',
+      reason: 'InUse: EtcdCluster meta',
+    });
+    expect(w.events).toEqual(['InUse']);
+    expect(w.patched).toEqual([]);
+    const formed = world({
+      phase: 'Completed',
+      attempt: 1,
+      etcd: { ...starting, status: { ...starting.status, clusterID: 'c1' } },
+    });
+    expect(await finalizeBackup(formed.loaded, formed.ctx)).toMatchObject({ kind: 'done' });
   });
 
   it('is not kept while unfinished (its restore waits for it: both would wait), nor once the Restore ended', async () => {

@@ -1,5 +1,4 @@
-import { CustomObjectsApi } from '@kubernetes/client-node';
-import { BackupSpecDefaults, type Restore, zRestore } from '../../shared/api/generated.ts';
+import { BackupSpecDefaults } from '../../shared/api/generated.ts';
 import { StoreError } from '../../shared/backup/errors.ts';
 import {
   BACKUP_FINALIZER,
@@ -10,10 +9,9 @@ import {
   setBackupFinalizers,
 } from '../../shared/backup/kube.ts';
 import { type BackupStoreSpec, resolveStore } from '../../shared/backup/store-config.ts';
-import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { rfc3339 } from '../../shared/kube/time.ts';
-import { restoresUsing } from '../../shared/restore/uses.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
+import { usersOf } from './in-use.ts';
 import { recordEvents } from './report.ts';
 import { keysOf } from './run.ts';
 
@@ -34,16 +32,6 @@ export const inUseRecheckMs = (env: Record<string, string | undefined>, attempt:
   return attempt <= 20 ? every : every * 10;
 };
 
-export const listRestores = async (ctx: HandlerContext, namespace: string): Promise<Restore[]> => {
-  const list = (await ctx.kube
-    .makeApiClient(CustomObjectsApi)
-    .listNamespacedCustomObject({ ...TIDEWAY_KINDS.Restore, namespace })) as { items?: unknown[] };
-  return (list.items ?? []).flatMap((item) => {
-    const r = zRestore.safeParse(item);
-    return r.success ? [r.data] : [];
-  });
-};
-
 /**
  * A deleted Backup: kept while an unfinished Restore uses it; then any unfinished upload of it goes (a crashed attempt's parts are never worth
  * keeping), then with deletionPolicy Delete its object and its manifest, then the finalizer. A
@@ -61,17 +49,14 @@ export const finalizeBackup = async (
   // A Completed Backup is kept while a restore loads from it or may roll back to it, whatever the
   // deletionPolicy (the restore finds the object through this Backup). An unfinished one holds
   // nothing to load: its restore waits for it to finish, so waiting here would wait for each other.
-  const users =
-    backup.status?.phase === 'Completed'
-      ? restoresUsing(await listRestores(ctx, loaded.key.namespace), backup)
-      : [];
+  const users = backup.status?.phase === 'Completed' ? await usersOf(ctx, backup, loaded.key.namespace) : [];
   if (users.length > 0) {
-    const names = `Restore${users.length > 1 ? 's' : ''} ${users.join(', ')}`;
+    const names = users.join(', ');
     if (ctx.attempt === 1)
       await recordEvents(ctx, loaded, undefined, {
         type: 'Normal',
         reason: 'InUse',
-        note: `kept until ${names} finish${users.length > 1 ? '' : 'es'}: ${users.length > 1 ? 'they load' : 'it loads'} from this backup or may roll back to it`,
+        note: `kept while ${names} need${users.length > 1 ? '' : 's'} it: a restore loads from this backup or may roll back to it, a new EtcdCluster starts from it`,
       });
     // A Restore's outcome releases it at once (./released.ts); these looks are for an outcome
     // that never came. Never for ever: a restore the runtime gave up on never reaches a finished

@@ -6,7 +6,8 @@ import { EventType } from '../../shared/events/types.ts';
 import { isFinished } from '../../shared/restore/ended.ts';
 import { backupsUsedBy, restoresUsing } from '../../shared/restore/uses.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
-import { finalizeBackup, listRestores } from './finalize.ts';
+import { finalizeBackup } from './finalize.ts';
+import { listRestores } from './in-use.ts';
 
 const OUTCOMES = new Set<string>([EventType.restoreCompleted, EventType.restoreFailed]);
 

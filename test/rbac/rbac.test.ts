@@ -132,6 +132,8 @@ describe('function RBAC', () => {
       [
         ['get', 'tideway.dev', 'redisclusters'],
         ['get', 'tideway.dev', 'etcdclusters'],
+        // A deleted Backup is kept while a new EtcdCluster starts from it.
+        ['list', 'tideway.dev', 'etcdclusters'],
         ['list', '', 'pods'],
       ],
       [

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import type { EtcdCluster } from '../../shared/api/generated.ts';
+import { clustersStartingFrom } from './in-use.ts';
+
+const cluster = (
+  name: string,
+  o: { from?: string; status?: EtcdCluster['status']; deleting?: boolean } = {},
+) =>
+  ({
+    apiVersion: 'tideway.dev/v1alpha1',
+    kind: 'EtcdCluster',
+    metadata: { name, ...(o.deleting ? { deletionTimestamp: '2026-11-28T00:00:00Z' } : {}) },
+    spec: o.from ? { bootstrap: { fromBackup: { name: o.from } } } : {},
+    ...(o.status ? { status: o.status } : {}),
+  }) as EtcdCluster;
+const nightly = { metadata: { name: 'nightly', uid: 'u-1' } };
+
+describe('the EtcdClusters that start from a Backup', () => {
+  it('are those made from it that have not formed yet: before a pod, and while the first member fetches it', () => {
+    expect(
+      clustersStartingFrom(
+        [
+          cluster('new', { from: 'nightly' }),
+          cluster('pinned', {
+            from: 'nightly',
+            status: { bootstrap: { backup: 'nightly', backupUid: 'u-1' } },
+          }),
+          cluster('failing', {
+            from: 'nightly',
+            status: { bootstrap: { backupUid: 'u-1', reason: 'RestoreFailed', message: 'fetch-backup: …' } },
+          }),
+        ],
+        nightly,
+      ),
+    ).toEqual(['new', 'pinned', 'failing']);
+  });
+
+  it('are not those formed (its data restored into the volume, bootstrap completed, a cluster id), deleted, of another Backup, or pinned to an earlier one of its name', () => {
+    expect(
+      clustersStartingFrom(
+        [
+          cluster('restored', {
+            from: 'nightly',
+            status: { bootstrap: { restoredAt: '2026-11-28T00:00:00Z' } },
+          }),
+          cluster('completed', {
+            from: 'nightly',
+            status: { bootstrap: { completedAt: '2026-11-28T00:00:00Z' } },
+          }),
+          cluster('formed', { from: 'nightly', status: { clusterID: 'c1' } }),
+          cluster('deleting', { from: 'nightly', deleting: true }),
+          cluster('other', { from: 'weekly' }),
+          cluster('empty'),
+          cluster('earlier', { from: 'nightly', status: { bootstrap: { backupUid: 'u-0' } } }),
+        ],
+        nightly,
+      ),
+    ).toEqual([]);
+  });
+});
