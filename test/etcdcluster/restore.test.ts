@@ -5,8 +5,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureImage } from '../../scripts/image/build.ts';
 import type { EtcdCluster } from '../../shared/api/generated.ts';
 import { findCondition } from '../../shared/kube/conditions.ts';
+import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { backups, bedStore, bedStoreSpec, keyOf } from '../backup/support/backups.ts';
 import { bed, until } from '../support/bed.ts';
+import { EVENTS_RECORDED, eventReasons } from '../support/redis.ts';
 import { createSecret, etcdFunctionsFor, type KeyRecord, keysWithRevisions } from './support.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -27,7 +29,13 @@ describe('etcd restore into a new cluster', () => {
   const { ns, etcd } = etcdFunctionsFor(
     b,
     'etcd-restore',
-    [{ fn: 'backup', env: { TIDEWAY_REPLICA: '0', TIDEWAY_BACKUP_ATTEMPTS: '2' } }],
+    // A deleted Backup still in use is looked at again every 2 s (30 s deployed).
+    [
+      {
+        fn: 'backup',
+        env: { TIDEWAY_REPLICA: '0', TIDEWAY_BACKUP_ATTEMPTS: '2', TIDEWAY_BACKUP_IN_USE_RECHECK_MS: '2000' },
+      },
+    ],
     async () => ({
       TIDEWAY_IMAGE: (await ensureImage({ root: ROOT, log: (m) => process.stderr.write(`[image] ${m}\n`) }))
         .image,
@@ -135,5 +143,19 @@ describe('etcd restore into a new cluster', () => {
     // Nothing was restored: the member never started etcd.
     const [pod] = await etcd.pods('tampered');
     expect(pod?.status?.containerStatuses?.[0]?.state?.running).toBeUndefined();
+
+    // The cluster still starts from b2 (its fetch is retried): deleting b2 waits for it, object
+    // and all, and goes on once the cluster is deleted.
+    await bk.delete('b2');
+    await expect.poll(() => eventReasons(b, ns(), 'b2'), EVENTS_RECORDED).toContain('InUse');
+    expect((await bk.get('b2')).metadata.deletionTimestamp).toBeTruthy();
+    expect(await store.head(key)).toBeDefined();
+    await b.custom.deleteNamespacedCustomObject({
+      ...TIDEWAY_KINDS.EtcdCluster,
+      namespace: ns(),
+      name: 'tampered',
+    });
+    await bk.gone('b2', 60_000);
+    expect(await store.head(key)).toBeUndefined();
   });
 });
