@@ -12,13 +12,17 @@ const world = (o: {
   maxAttempts?: number;
   restore?: object;
   etcd?: object;
+  /** The Backup's cluster kind: a RedisCluster's unless said. */
+  kind?: 'EtcdCluster';
 }) => {
+  const listed: string[] = [];
   const events: string[] = [];
   const patched: unknown[] = [];
   const api = {
-    listNamespacedCustomObject: async (a: { plural: string }) => ({
-      items: a.plural === 'restores' ? (o.restore ? [o.restore] : []) : o.etcd ? [o.etcd] : [],
-    }),
+    listNamespacedCustomObject: async (a: { plural: string }) => {
+      listed.push(a.plural);
+      return { items: a.plural === 'restores' ? (o.restore ? [o.restore] : []) : o.etcd ? [o.etcd] : [] };
+    },
     createNamespacedEvent: async (a: { body: { reason: string } }) => {
       events.push(a.body.reason);
       return {};
@@ -48,7 +52,7 @@ const world = (o: {
       deletionTimestamp: '2026-11-27T08:00:00Z',
       finalizers: ['tideway.dev/backup-object'],
     },
-    spec: { cluster: { name: 'cache' }, deletionPolicy: 'Retain' },
+    spec: { cluster: { name: 'cache', ...(o.kind ? { kind: o.kind } : {}) }, deletionPolicy: 'Retain' },
     status: { phase: o.phase },
   } as unknown as Backup;
   const loaded = {
@@ -62,7 +66,7 @@ const world = (o: {
       uid: 'u-1',
     },
   } as unknown as LoadedBackup;
-  return { ctx, loaded, events, patched };
+  return { ctx, loaded, events, patched, listed };
 };
 const restoring = {
   apiVersion: 'tideway.dev/v1alpha1',
@@ -97,7 +101,7 @@ describe('a deleted Backup that a Restore uses', () => {
       spec: { bootstrap: { fromBackup: { name: 'nightly' } } },
       status: { bootstrap: { backup: 'nightly', backupUid: 'u-1' } },
     };
-    const w = world({ phase: 'Completed', attempt: 1, etcd: starting });
+    const w = world({ phase: 'Completed', attempt: 1, etcd: starting, kind: 'EtcdCluster' });
     expect(await finalizeBackup(w.loaded, w.ctx)).toMatchObject({
       kind: 'retry',
       reason: 'InUse: EtcdCluster meta',
@@ -108,8 +112,13 @@ describe('a deleted Backup that a Restore uses', () => {
       phase: 'Completed',
       attempt: 1,
       etcd: { ...starting, status: { ...starting.status, clusterID: 'c1' } },
+      kind: 'EtcdCluster',
     });
     expect(await finalizeBackup(formed.loaded, formed.ctx)).toMatchObject({ kind: 'done' });
+    // A RedisCluster's backup starts no EtcdCluster (WrongClusterKind): none is even listed.
+    const redis = world({ phase: 'Completed', attempt: 1, etcd: starting });
+    expect(await finalizeBackup(redis.loaded, redis.ctx)).toMatchObject({ kind: 'done' });
+    expect(redis.listed).toEqual(['restores']);
   });
 
   it('is not kept while unfinished (its restore waits for it: both would wait), nor once the Restore ended', async () => {

@@ -35,7 +35,7 @@ describe('the EtcdClusters that start from a Backup', () => {
     ).toEqual(['new', 'pinned', 'failing']);
   });
 
-  it('are not those formed (its data restored into the volume, bootstrap completed, a cluster id), deleted, of another Backup, or pinned to an earlier one of its name', () => {
+  it('are those whose first member’s volume was restored but that have not formed: a member made again fetches it again', () => {
     expect(
       clustersStartingFrom(
         [
@@ -43,6 +43,16 @@ describe('the EtcdClusters that start from a Backup', () => {
             from: 'nightly',
             status: { bootstrap: { restoredAt: '2026-11-28T00:00:00Z' } },
           }),
+        ],
+        nightly,
+      ),
+    ).toEqual(['restored']);
+  });
+
+  it('are not those formed (bootstrap completed, a cluster id), deleted, of another Backup, or pinned to an earlier one of its name', () => {
+    expect(
+      clustersStartingFrom(
+        [
           cluster('completed', {
             from: 'nightly',
             status: { bootstrap: { completedAt: '2026-11-28T00:00:00Z' } },

@@ -6,6 +6,7 @@ import {
   zEtcdCluster,
   zRestore,
 } from '../../shared/api/generated.ts';
+import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { restoresUsing } from '../../shared/restore/uses.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
@@ -30,10 +31,10 @@ export const listRestores = (ctx: HandlerContext, namespace: string): Promise<Re
 
 /**
  * The EtcdClusters that still start from `backup` (`spec.bootstrap.fromBackup`): not yet formed
- * (no cluster id, no bootstrap completed, its first member's volume not yet restored), not being
- * deleted, and started from this very Backup when one was pinned (`status.bootstrap.backupUid`).
- * Their first member's init container downloads the object: deleting it under them would leave a
- * cluster that never forms.
+ * (no cluster id, no bootstrap completed: until then a first member made again — its volume
+ * lost — fetches the object again), not being deleted, and started from this very Backup when
+ * one was pinned (`status.bootstrap.backupUid`). Their first member's init container downloads
+ * the object: deleting it under them would leave a cluster that never forms.
  */
 export const clustersStartingFrom = (
   clusters: readonly EtcdCluster[],
@@ -42,9 +43,7 @@ export const clustersStartingFrom = (
   clusters
     .filter((c) => c.spec.bootstrap?.fromBackup?.name === backup.metadata.name)
     .filter((c) => !c.metadata.deletionTimestamp)
-    .filter(
-      (c) => !c.status?.clusterID && !c.status?.bootstrap?.completedAt && !c.status?.bootstrap?.restoredAt,
-    )
+    .filter((c) => !c.status?.clusterID && !c.status?.bootstrap?.completedAt)
     .filter((c) => {
       const pinned = c.status?.bootstrap?.backupUid;
       return !pinned || !backup.metadata.uid || pinned === backup.metadata.uid;
@@ -58,8 +57,11 @@ export const clustersStartingFrom = (
  */
 export const usersOf = async (ctx: HandlerContext, backup: Backup, namespace: string): Promise<string[]> => [
   ...restoresUsing(await listRestores(ctx, namespace), backup).map((n) => `Restore ${n}`),
-  ...clustersStartingFrom(
-    await listOf(ctx, 'EtcdCluster', namespace, (item) => zEtcdCluster.safeParse(item).data),
-    backup,
-  ).map((n) => `EtcdCluster ${n}`),
+  // Only an EtcdCluster's backup can start one; a Redis-only installation lists none.
+  ...(clusterRefOf(backup.spec).kind === 'EtcdCluster'
+    ? clustersStartingFrom(
+        await listOf(ctx, 'EtcdCluster', namespace, (item) => zEtcdCluster.safeParse(item).data),
+        backup,
+      ).map((n) => `EtcdCluster ${n}`)
+    : []),
 ];

@@ -45,7 +45,7 @@ export const SETTLE = { recheckMs: 5000, looks: 120 } as const;
 /**
  * Whether to look at a settling load's target again rather than end with what is known: while it
  * still loads (it may yet follow the feed when done) or does not answer, for at most
- * `SETTLE.looks` looks (10 minutes) and never past the delivery's last retry.
+ * `SETTLE.looks` looks (10 minutes of waiting) and never past the delivery's last retry.
  */
 export const lookAgain = (verdict: DataVerdict, ctx: Pick<HandlerContext, 'attempt' | 'maxAttempts'>) =>
   (verdict === 'loading' || verdict === 'unreachable') &&

@@ -277,7 +277,7 @@ describe('the restore handler', () => {
     expect(w.restoring()).toMatchObject({ status: 'True' });
   });
 
-  it('looks again at a settling load’s target while it loads or does not answer, for 10 minutes at most', () => {
+  it('looks again at a settling load’s target while it loads or does not answer, for 120 looks at most', () => {
     const at = (attempt: number, maxAttempts = 1000) => ({ attempt, maxAttempts });
     for (const v of ['loading', 'unreachable'] as const) {
       expect(lookAgain(v, at(1)), v).toBe(true);

@@ -73,8 +73,15 @@ const lockKeyFor = (lockKey: LockKey | undefined, event: CloudEvent<unknown>, ow
   }
 };
 
-/** Resource events coalesce (handlers re-read the object); ticks and outcomes queue per type. */
-const coalesceClass = (type: string) => (type.startsWith('dev.tideway.resource.') ? 'resource' : type);
+/**
+ * What a waiting run may be replaced by: resource events of the same object coalesce (handlers
+ * re-read the object); ticks and outcomes queue per type. Per incarnation (the uid the watcher
+ * puts on an object's own events): an earlier object's late event (a retried deleted event, say)
+ * never stands in for a new object's of the same name, nor the other way round — a handler tells
+ * them apart and would drop the one it was handed.
+ */
+export const coalesceKeyOf = (event: CloudEvent<unknown>, own: string) =>
+  `${event.type.startsWith('dev.tideway.resource.') ? 'resource' : event.type} ${own} ${ext(event, 'uid')}`;
 
 const PRIORITY_GROUP = 'tideway';
 const PULL_EXPIRES_MS = 5000;
@@ -329,7 +336,7 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
     scheduler.submit({
       key,
       // Per object: under a shared lock key one object's event never stands in for another's.
-      coalesce: `${coalesceClass(event.type)} ${own}`,
+      coalesce: coalesceKeyOf(event, own),
       run: async (slot) => {
         try {
           if (shutdown.signal.aborted) return msg.nak(0);
