@@ -13,8 +13,9 @@ export const isFinished = (r: Pick<Restore, 'status'>) => FINISHED.has(r.status?
 /**
  * The runtime's failure report on an unfinished Restore (RetriesExhausted, or a terminal error):
  * it replaced the Completed condition its phase writes (reason: the phase's name). Nothing runs
- * for such a Restore any more, and its next run, if one comes, ends it without touching data: it
- * is never taken up again to load a backup over what the cluster has had since.
+ * for such a Restore any more, and its next run, if one comes, ends it without loading (a load it
+ * left in Restoring is settled first, functions/restore/given-up.ts): it is never taken up again
+ * to load a backup over what the cluster has had since.
  */
 export const givenUp = (r: Pick<Restore, 'status'>): Condition | undefined => {
   if (isFinished(r)) return undefined;
