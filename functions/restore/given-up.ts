@@ -29,6 +29,8 @@ export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> =
     : load
       ? 'its load was left as it was (the cluster’s Restoring condition does not name this Restore)'
       : 'no load was recorded';
+  // Recorded first: finished, it must still not block the Restores made since it was given up.
+  if (phase !== 'Restoring') await run.loaded.writeState({ ...run.loaded.state, givenUp: { at: phase } });
   return failRestore(run, {
     reason: given.reason,
     message: `${given.message}; ${

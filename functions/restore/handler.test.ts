@@ -17,6 +17,8 @@ const world = (o: {
   markedFor?: string;
   /** The Restore's state annotation (its record of a load). */
   state?: Record<string, unknown>;
+  /** A later Restore r2 of main (made at 07:55, r1 at 06:00; the clock says 08:00), and Backup b1. */
+  later?: boolean;
 }) => {
   const objects = memoryCustomObjects();
   let probesFail = false;
@@ -30,6 +32,7 @@ const world = (o: {
       uid: 'u-now',
       generation: 1,
       resourceVersion: '5',
+      creationTimestamp: '2026-11-27T06:00:00Z',
       ...(o.state ? { annotations: { [STATE_ANNOTATION]: JSON.stringify(o.state) } } : {}),
     },
     spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
@@ -63,6 +66,21 @@ const world = (o: {
   } as never);
   // Unfinished: a run of r1 on its own events looks and waits.
   put('backups', runningSafetyBackup('u-now'));
+  if (o.later) {
+    put('restores', {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'Restore',
+      metadata: { name: 'r2', namespace: 'prod', uid: 'u-r2', creationTimestamp: '2026-11-27T07:55:00Z' },
+      spec: { cluster: { name: 'main' }, source: { backup: { name: 'b1' } } },
+    } as never);
+    put('backups', {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'Backup',
+      metadata: { name: 'b1', namespace: 'prod', uid: 'u-b1' },
+      spec: { cluster: { name: 'main' } },
+      status: { phase: 'Completed' },
+    } as never);
+  }
   const api = {
     ...objects.api,
     createNamespacedEvent: async () => ({}),
@@ -91,18 +109,24 @@ const world = (o: {
   const { ctx, published } = fakeContext(api, {
     env: { TIDEWAY_RESTORE_FEED_HOST: '10.0.0.1', TIDEWAY_RESTORE_SAFETY_RECHECK_MS: '30000' },
   });
-  const event = (uid: string) =>
+  const event = (uid: string, name = 'r1') =>
     ({
       id: 'e1',
       type: 'dev.tideway.resource.updated',
       source: '/watcher',
       kind: 'Restore',
       namespace: 'prod',
-      name: 'r1',
+      name,
       cluster: 'main',
       uid,
     }) as unknown as CloudEvent<unknown>;
-  const status = () => (objects.get('restores', 'r1') as { status: Record<string, unknown> }).status;
+  const status = (name = 'r1') =>
+    (objects.get('restores', name) as { status: Record<string, unknown> }).status;
+  const state = () =>
+    JSON.parse(
+      (objects.get('restores', 'r1') as { metadata: { annotations?: Record<string, string> } }).metadata
+        .annotations?.[STATE_ANNOTATION] ?? '{}',
+    ) as Record<string, unknown>;
   const restoring = () =>
     (
       objects.get('redisclusters', 'main') as { status: { conditions?: { type: string; status: string }[] } }
@@ -131,7 +155,7 @@ const world = (o: {
   const failProbes = () => {
     probesFail = true;
   };
-  return { ctx, event, status, published, restoring, deletedEarlier, failProbes };
+  return { ctx, event, status, state, published, restoring, deletedEarlier, failProbes };
 };
 
 /** A load of r1's backup into main-0, as its record keeps it. */
@@ -262,6 +286,36 @@ describe('the restore handler', () => {
         expect.objectContaining({ type: 'ClusterData', reason: 'Interrupted' }),
       ]),
     });
+  });
+
+  it('a Restore given up on before it loaded blocks no later one, though a run ends it after that one was made', async () => {
+    const w = world({
+      phase: 'Verifying',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      later: true,
+    });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    // Finished at 08:00, after r2 was made (07:55): its state says it had stopped running before.
+    expect(w.status()).toMatchObject({ phase: 'Failed', completedAt: '2026-11-27T08:00:00Z' });
+    expect(w.state()).toMatchObject({ givenUp: { at: 'Verifying' } });
+    await handler(w.event('u-r2', 'r2'), w.ctx);
+    // r2 goes on: it waits for a master to verify against (the in-memory cluster has none).
+    expect(w.status('r2')).toMatchObject({ phase: 'Verifying' });
+  });
+
+  it('…while one given up on mid-load blocks those made before its load was settled', async () => {
+    const w = world({
+      phase: 'Restoring',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      marked: true,
+      markedFor: 'r9',
+      state: { load: LOAD },
+      later: true,
+    });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.state()).not.toHaveProperty('givenUp');
+    await handler(w.event('u-r2', 'r2'), w.ctx);
+    expect(w.status('r2')).toMatchObject({ phase: 'Failed', error: { reason: 'RestoreInProgress' } });
   });
 
   it("an earlier Restore's deletion ends its mark on the cluster, though a new one of the name exists that loaded nothing", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
 import { runningAtCreation } from './one-at-a-time.ts';
+import { STATE_ANNOTATION } from './state.ts';
 
 const restore = (name: string, created: string, status?: Restore['status']): Restore => ({
   apiVersion: 'tideway.dev/v1alpha1',
@@ -54,6 +55,26 @@ describe('one restore per cluster at a time', () => {
       });
       expect(runningAtCreation(given, mine), `phase ${phase}`).toBe(phase === 'Restoring');
     }
+  });
+
+  it('…nor once a run ended it, if it was given up on before it loaded: it had stopped running before it finished', () => {
+    const ended = (state?: string) => ({
+      ...restore('old', '2026-11-23T10:00:00Z', { phase: 'Failed', completedAt: '2026-11-23T11:00:00Z' }),
+      ...(state
+        ? {
+            metadata: {
+              name: 'old',
+              creationTimestamp: '2026-11-23T10:00:00Z',
+              annotations: { [STATE_ANNOTATION]: state },
+            },
+          }
+        : {}),
+    });
+    expect(runningAtCreation(ended(JSON.stringify({ givenUp: { at: 'SafetyBackup' } })), mine)).toBe(false);
+    // Finished after this one was made, with no such record (or none readable): it ran till then.
+    expect(runningAtCreation(ended(), mine)).toBe(true);
+    expect(runningAtCreation(ended(JSON.stringify({ loads: 1 })), mine)).toBe(true);
+    expect(runningAtCreation(ended('{not json'), mine)).toBe(true);
   });
 
   it('a newer Restore never blocks an older one; made in the same second, the name decides', () => {

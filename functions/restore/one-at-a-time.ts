@@ -1,5 +1,6 @@
 import type { Restore } from '../../shared/api/generated.ts';
 import { isActive, isFinished } from '../../shared/restore/ended.ts';
+import { statePart, zGivenUpBeforeLoad } from '../../shared/restore/uses.ts';
 
 export const created = (r: Pick<Restore, 'metadata'>) =>
   new Date(r.metadata.creationTimestamp ?? 0).getTime();
@@ -14,9 +15,13 @@ const olderThan = (a: Restore, b: Restore) =>
  * times, never by when this run got the cluster lock — it waits for the other's run to end, and
  * would otherwise find it finished and load its own data over it. One the runtime gave up on
  * (`isActive`) runs no more and blocks nothing, though it is not ended until a run of its own
- * comes (there may be none): otherwise it would block its cluster's restores until deleted.
+ * comes (there may be none): otherwise it would block its cluster's restores until deleted. Nor
+ * once that run ended it, if it was given up on before it loaded (its state says so): when it
+ * finished says nothing of when it stopped running.
  */
 export const runningAtCreation = (other: Restore, mine: Restore) =>
   olderThan(other, mine) &&
   (isActive(other) ||
-    (isFinished(other) && new Date(other.status?.completedAt ?? 0).getTime() > created(mine)));
+    (isFinished(other) &&
+      !statePart(other, 'givenUp', zGivenUpBeforeLoad) &&
+      new Date(other.status?.completedAt ?? 0).getTime() > created(mine)));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { STATE_ANNOTATION, zSourceRef } from '../../shared/restore/uses.ts';
+import { STATE_ANNOTATION, zGivenUpBeforeLoad, zSourceRef } from '../../shared/restore/uses.ts';
 import type { Failure } from './errors.ts';
 
 /**
@@ -80,6 +80,8 @@ export const zRestoreState = z.object({
   load: zLoad.optional(),
   /** Why the restore's own load failed, while it is rolled back (for the RolledBack status). */
   failure: z.object({ reason: z.string(), message: z.string() }).optional(),
+  /** Ended after the runtime gave up on it before Restoring (`at`): it blocked nothing since. */
+  givenUp: zGivenUpBeforeLoad.optional(),
 });
 export type RestoreState = z.infer<typeof zRestoreState>;
 

@@ -16,15 +16,28 @@ export const zSourceRef = z.discriminatedUnion('kind', [
 ]);
 export type SourceRef = z.infer<typeof zSourceRef>;
 
-/** The Backup a Restore resolved (`latest` included), if its state says so; nothing if unreadable. */
-const resolvedSource = (r: Restore): SourceRef | undefined => {
+/**
+ * Set when a run ends a Restore the runtime gave up on before it loaded anything: from the give-up
+ * on it kept no other Restore of its cluster from starting (`isActive`), though it finished later.
+ */
+export const zGivenUpBeforeLoad = z.object({ at: z.string().min(1) });
+
+/** One part of another Restore's state, as others read it: nothing when absent or unreadable. */
+export const statePart = <T>(
+  r: Pick<Restore, 'metadata'>,
+  part: 'source' | 'givenUp',
+  schema: z.ZodType<T>,
+): T | undefined => {
   try {
     const raw = r.metadata.annotations?.[STATE_ANNOTATION];
-    return raw ? zSourceRef.safeParse((JSON.parse(raw) as { source?: unknown }).source).data : undefined;
+    return raw ? schema.safeParse((JSON.parse(raw) as Record<string, unknown>)[part]).data : undefined;
   } catch {
     return undefined;
   }
 };
+
+/** The Backup a Restore resolved (`latest` included), if its state says so; nothing if unreadable. */
+const resolvedSource = (r: Restore): SourceRef | undefined => statePart(r, 'source', zSourceRef);
 
 /** The Backups a Restore loads from or may roll back to: by name, the resolved one with its uid. */
 export const backupsUsedBy = (r: Restore): { name: string; uid?: string }[] => {

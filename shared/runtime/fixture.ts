@@ -34,9 +34,24 @@ export const fakeHandlerContext = (
 
 export const notFound = () => Object.assign(new Error('not found'), { code: 404 });
 
+/** RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces. */
+const mergePatch = (target: unknown, patch: unknown): unknown => {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+};
+
 /**
- * For tests: custom objects held in memory, by plural and name (one namespace), read and their
- * status replaced as CustomObjectsApi does; `api` to spread into a fake API.
+ * For tests: custom objects held in memory, by plural and name (one namespace), read, listed,
+ * merge-patched (a uid in the patch is a precondition) and their status replaced as
+ * CustomObjectsApi does; `api` to spread into a fake API.
  */
 export const memoryCustomObjects = () => {
   const objects = new Map<string, Record<string, unknown>>();
@@ -49,6 +64,25 @@ export const memoryCustomObjects = () => {
         const obj = objects.get(`${a.plural}/${a.name}`);
         if (!obj) throw notFound();
         return structuredClone(obj);
+      },
+      listNamespacedCustomObject: async (a: { plural: string }) => ({
+        items: [...objects.entries()]
+          .filter(([k]) => k.startsWith(`${a.plural}/`))
+          .map(([, o]) => structuredClone(o)),
+      }),
+      patchNamespacedCustomObject: async (a: {
+        plural: string;
+        name: string;
+        body: { metadata?: { uid?: string } };
+      }) => {
+        const obj = objects.get(`${a.plural}/${a.name}`) as { metadata: { uid?: string } } | undefined;
+        if (!obj) throw notFound();
+        const uid = a.body.metadata?.uid;
+        if (uid !== undefined && uid !== obj.metadata.uid)
+          throw Object.assign(new Error('Precondition failed: UID in precondition'), { code: 409 });
+        const next = mergePatch(obj, a.body) as Record<string, unknown>;
+        objects.set(`${a.plural}/${a.name}`, next);
+        return structuredClone(next);
       },
       replaceNamespacedCustomObjectStatus: async (a: {
         plural: string;
