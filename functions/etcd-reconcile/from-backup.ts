@@ -1,4 +1,4 @@
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { type CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type EtcdCluster, zBackup } from '../../shared/api/generated.ts';
 import type { RestoreFrom } from '../../shared/etcdcluster/desired.ts';
 import {
@@ -50,4 +50,23 @@ export const fromBackupOf = async (
       retry: false,
     };
   return { source, tidewayImage, backupUid: backup?.metadata.uid ?? '' };
+};
+
+/**
+ * The volume the backup was restored into, to record (`status.bootstrap.restoredVolume`): its
+ * claim's uid, or '' when the claim is gone (a member made again then restores a new one). Any
+ * other failure to read it is thrown, never recorded as '': the member's pod would be made again
+ * with its restore steps, which refuse the volume they restored, and be deleted — for ever.
+ */
+export const restoredVolumeUid = async (
+  core: Pick<CoreV1Api, 'readNamespacedPersistentVolumeClaim'>,
+  namespace: string,
+  name: string,
+): Promise<string> => {
+  try {
+    return (await core.readNamespacedPersistentVolumeClaim({ namespace, name })).metadata?.uid ?? '';
+  } catch (error) {
+    if (isNotFound(error)) return '';
+    throw error;
+  }
 };

@@ -33,7 +33,7 @@ import { controlledBy } from '../../shared/kube/ownership.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { type Defragmented, defragmentNext, withDefragmented } from './defragment.ts';
-import { fromBackupOf } from './from-backup.ts';
+import { fromBackupOf, restoredVolumeUid } from './from-backup.ts';
 
 type Status = NonNullable<EtcdCluster['status']>;
 
@@ -213,17 +213,16 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
         const member = first.metadata.name;
         // The snapshot is in that volume: from now on a pod on it starts without the steps.
         if (!cluster.status?.bootstrap?.restoredAt) {
-          const volume = await core
-            .readNamespacedPersistentVolumeClaim({
-              namespace: namesOf(cluster).namespace,
-              name: namesOf(cluster).pvc(member),
-            })
-            .catch(() => undefined);
+          const volume = await restoredVolumeUid(
+            core,
+            namesOf(cluster).namespace,
+            namesOf(cluster).pvc(member),
+          );
           const at = ctx.clock().toISOString();
           ctx.fence();
           await writeStatus((s) => ({
             ...s,
-            bootstrap: { ...s.bootstrap, restoredAt: at, restoredVolume: volume?.metadata?.uid ?? '' },
+            bootstrap: { ...s.bootstrap, restoredAt: at, restoredVolume: volume },
           }));
         }
         // Steps that ran again on a volume they restored (the pod re-created, or its sandbox
