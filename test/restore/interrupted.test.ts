@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Restore } from '../../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
@@ -16,7 +17,14 @@ import type { TestServer } from '../backup/support/servers.ts';
 import { bed, createNamespace, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { EVENTS_RECORDED, eventReasons, redisClusters, refusals, startFunction } from '../support/redis.ts';
+import {
+  EVENTS_RECORDED,
+  eventReasons,
+  redisClusters,
+  refusals,
+  serverlessWith,
+  startFunction,
+} from '../support/redis.ts';
 import {
   clusterData,
   conditionOf,
@@ -54,8 +62,14 @@ describe('restore interrupted', () => {
   const data = clusterData(b, () => ns, 'cache');
   let b1Content: Content;
 
-  const restorer = async (env: Record<string, string> = {}) => {
-    const w = await startRestoreFunction(b, ns, id, { TIDEWAY_REPLICA: String(restorers.length), ...env });
+  const restorer = async (env: Record<string, string> = {}, serverless?: string) => {
+    const w = await startRestoreFunction(
+      b,
+      ns,
+      id,
+      { TIDEWAY_REPLICA: String(restorers.length), ...env },
+      serverless,
+    );
     restorers.push(w);
     workers.push(w);
     return w;
@@ -308,6 +322,67 @@ describe('restore interrupted', () => {
       name: 'r4',
     });
     expect(ce.data).toMatchObject({ phase: 'RolledBack', data: 'rolledBack', safetyBackup: 'r4-safety' });
+  });
+
+  it('given up on mid-load (its deliveries used up): its next run settles the load — the master serves its own data — and the cluster takes the next restore', async () => {
+    await change('k6');
+    const master = await data.master();
+    const before = await data.contentOfPod(master);
+    // Deliveries of one attempt each: the redelivery after a crash is past the limit.
+    const oneAttempt = await serverlessWith(dir, 'restore', { maximumRetryAttempts: 1 });
+    const w = await restorer({ TIDEWAY_FAILPOINTS: 'restore.restore-transfer=stall:60000' }, oneAttempt);
+    await rs.create('r6', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    await transferring();
+    await w.kill();
+    const next = await restorer({}, oneAttempt);
+    const given = await until(
+      'the runtime giving up on r6',
+      async () => {
+        const r = await rs.get('r6');
+        return conditionOf(r, 'Completed')?.reason === 'RetriesExhausted' ? r : undefined;
+      },
+      120_000,
+      250,
+    );
+    // Given up mid-load: still Restoring, the cluster still marked, the master still the feed's.
+    expect(given.status?.phase).toBe('Restoring');
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')).toMatchObject({ status: 'True' });
+    expect((await data.replicationOf(master)).master_host).toBe(b.info.network.hostIp);
+    // Its next run comes with its next event (here a user's annotation), to a function as deployed.
+    await next.stop();
+    await restorer();
+    await b.custom.patchNamespacedCustomObject(
+      {
+        ...TIDEWAY_KINDS.Restore,
+        namespace: ns,
+        name: 'r6',
+        body: { metadata: { annotations: { 'example.com/touched': '1' } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const r6 = await rs.ended('r6', 'Failed', 90_000);
+    expect(r6.status?.error).toMatchObject({ reason: 'RetriesExhausted' });
+    expect(r6.status?.error?.message).toMatch(/nothing was restored: create the Restore again$/);
+    expect(conditionOf(r6, 'ClusterData')).toMatchObject({ status: 'False', reason: 'Untouched' });
+    expect((await data.replicationOf(master)).role).toBe('master');
+    expect(conditionOf(await rdc.get('cache'), 'Restoring')).toMatchObject({
+      status: 'False',
+      reason: 'RestoreFailed',
+    });
+    await expectCluster(before);
+    await writable();
+    // Nothing is left that blocks the cluster's next restore.
+    await rs.create('r7', {
+      cluster: { name: 'cache' },
+      source: { backup: { name: 'b1' } },
+      safetyBackup: false,
+    });
+    await rs.ended('r7', 'Completed', 120_000);
+    await expectCluster(b1Content);
   });
 
   it('stopped just before or after recording that the loaded data set is over maxmemory: the next run still rolls back', async () => {

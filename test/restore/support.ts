@@ -20,8 +20,21 @@ type Bed = ReturnType<typeof bed>;
  * One replica of the restore function, as its own ServiceAccount: its feed listens on the test
  * bed's bridge address, which the pods reach (deployed, that is the function pod's IP).
  */
-export const startRestoreFunction = (b: Bed, ns: string, id: string, env: Record<string, string> = {}) =>
-  startFunction(b, ns, id, 'restore', { TIDEWAY_RESTORE_FEED_HOST: b.info.network.hostIp, ...env });
+export const startRestoreFunction = (
+  b: Bed,
+  ns: string,
+  id: string,
+  env: Record<string, string> = {},
+  serverless?: string,
+) =>
+  startFunction(
+    b,
+    ns,
+    id,
+    'restore',
+    { TIDEWAY_RESTORE_FEED_HOST: b.info.network.hostIp, ...env },
+    serverless,
+  );
 
 /** Restore objects in one namespace, as a user makes and reads them. */
 export const restores = (b: Bed, ns: () => string) => {

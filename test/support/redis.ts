@@ -1,6 +1,8 @@
+import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
 import { writeFunctionKubeconfig } from '../../infra/rbac/credentials.ts';
 import type { RedisCluster } from '../../shared/api/generated.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
@@ -32,6 +34,21 @@ export const startRedisFunctions = async (
   return workers;
 };
 
+/**
+ * The product's serverless.yml with one function's settings changed (`maximumRetryAttempts: 1`),
+ * written into `dir`; handler paths made absolute, so that they still name the product's modules.
+ */
+export const serverlessWith = async (dir: string, fn: string, change: Record<string, unknown>) => {
+  const config = parse(await readFile(SERVERLESS, 'utf8')) as {
+    functions: Record<string, { handler: string }>;
+  };
+  for (const f of Object.values(config.functions)) f.handler = resolve(dirname(SERVERLESS), f.handler);
+  config.functions[fn] = { ...(config.functions[fn] as { handler: string }), ...change };
+  const file = join(dir, `serverless-${fn}-${Object.keys(change).join('-')}.yml`);
+  await writeFile(file, stringify(config));
+  return file;
+};
+
 /** One replica of one product function, as its own ServiceAccount, watching one namespace. */
 export const startFunction = async (
   b: ReturnType<typeof bed>,
@@ -39,6 +56,7 @@ export const startFunction = async (
   id: string,
   fn: string,
   env: Record<string, string> = {},
+  serverless = SERVERLESS,
 ): Promise<Worker> => {
   const admin = new KubeConfig();
   admin.loadFromFile(b.info.kubeconfig);
@@ -52,7 +70,7 @@ export const startFunction = async (
       KUBECONFIG: await writeFunctionKubeconfig({ admin, fn, dir }),
       ...env,
     },
-    SERVERLESS,
+    serverless,
   );
 };
 
