@@ -211,19 +211,26 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       const restored = fromBackupName ? restoredOf(first) : undefined;
       if (restored && first?.metadata?.name) {
         const member = first.metadata.name;
-        // The snapshot is in that volume: from now on a pod on it starts without the steps.
-        if (!cluster.status?.bootstrap?.restoredAt) {
+        // The snapshot is in that volume (restored now, or found there by steps that ran again):
+        // from now on a pod on it starts without the steps. Every such volume until the cluster
+        // formed, not only the first: one lost is restored again into a new claim, which a pod
+        // made again would otherwise restore once more, be refused, and be deleted, for ever. The
+        // claim is the pod's: Kubernetes keeps a claim that a pod uses until the pod is gone.
+        const b = cluster.status?.bootstrap;
+        if (!b?.restoredAt || !cluster.status?.clusterID) {
           const volume = await restoredVolumeUid(
             core,
             namesOf(cluster).namespace,
             namesOf(cluster).pvc(member),
           );
-          const at = ctx.clock().toISOString();
-          ctx.fence();
-          await writeStatus((s) => ({
-            ...s,
-            bootstrap: { ...s.bootstrap, restoredAt: at, restoredVolume: volume },
-          }));
+          if (!b?.restoredAt || volume !== b.restoredVolume) {
+            const at = ctx.clock().toISOString();
+            ctx.fence();
+            await writeStatus((s) => ({
+              ...s,
+              bootstrap: { ...s.bootstrap, restoredAt: at, restoredVolume: volume },
+            }));
+          }
         }
         // Steps that ran again on a volume they restored (the pod re-created, or its sandbox
         // restarted, before or after the cluster formed) refuse it: that pod is replaced by one
