@@ -63,7 +63,7 @@ const memoryKube = (secret: { value: string | undefined }) => {
   };
 };
 
-const setup = (o: { now?: () => number } = {}) => {
+const setup = (o: { now?: () => number; ready?: () => Promise<boolean> } = {}) => {
   const secret = { value: secretOf() as string | undefined };
   const mem = memoryKube(secret);
   const lines: string[] = [];
@@ -81,7 +81,7 @@ const setup = (o: { now?: () => number } = {}) => {
     },
     maxBodyBytes: 1024,
     peerOf: () => '10.0.0.1',
-    ready: async () => true,
+    ready: o.ready ?? (async () => true),
     openapi: {},
   });
   mem.put('RedisCluster', 'ns', 'cache', {
@@ -141,6 +141,40 @@ describe('webhook app', () => {
     const refusal = ((await held.json()) as { error: { code: string; message: string } }).error;
     expect(refusal.code).toBe('RestoreInProgress');
     expect(refusal.message).toMatch(/earlier \(Restoring, given up on: /);
+  });
+
+  it('makes nothing of a signed status request replayed as a POST: an empty body is refused', async () => {
+    const s = setup();
+    // What a client polling a status sends: an empty body, signed; its id made nothing.
+    const polled = sign(s.secret.value!, '');
+    const r = await s.app.request(BACKUP, { method: 'POST', headers: polled });
+    expect(r.status).toBe(400);
+    expect(await r.json()).toMatchObject({ error: { code: 'InvalidBody' } });
+    const ce = await s.app.request(BACKUP, {
+      method: 'POST',
+      headers: {
+        ...polled,
+        'ce-specversion': '1.0',
+        'ce-type': 'dev.tideway.backup.requested',
+        'ce-id': 'x',
+        'ce-source': '/x',
+      },
+    });
+    expect(ce.status).toBe(400);
+    expect(s.mem.calls.create).toBe(0);
+    // `{}` is the body of a backup request.
+    expect((await s.post(BACKUP, '{}', sign(s.secret.value!, '{}'))).status).toBe(202);
+  });
+
+  it('checks readiness once for all the probes that come at the same time', async () => {
+    const answers: ((ok: boolean) => void)[] = [];
+    const s = setup({ ready: () => new Promise<boolean>((resolve) => answers.push(resolve)) });
+    const probes = Array.from({ length: 50 }, () => s.app.request('/readyz'));
+    await new Promise((r) => setTimeout(r, 10));
+    const checks = answers.length;
+    for (const answer of answers) answer(true);
+    expect((await Promise.all(probes)).map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(checks).toBe(1);
   });
 
   it('refuses unsigned and malformed requests before it reads any Secret', async () => {

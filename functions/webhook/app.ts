@@ -45,6 +45,7 @@ export const createApp = (d: AppDeps) => {
   const app = new Hono<Env>();
   let readyAt = 0;
   let readyWas = false;
+  let checking: Promise<void> | undefined;
 
   const fail = (c: Ctx, e: WebhookError) => {
     c.set('code', e.code);
@@ -94,11 +95,18 @@ export const createApp = (d: AppDeps) => {
 
   app.get('/healthz', (c) => c.text('ok'));
   app.get('/readyz', async (c) => {
-    // Checked at most every 2 s: probes must not turn into API server load.
-    if (d.now() - readyAt > 2000) {
-      readyWas = await d.ready();
-      readyAt = d.now();
-    }
+    // Checked at most every 2 s, and once for all probes that come meanwhile: probes (anyone may
+    // send them) must not turn into API server load.
+    if (d.now() - readyAt > 2000)
+      checking ??= d
+        .ready()
+        .catch(() => false)
+        .then((ok) => {
+          readyWas = ok;
+          readyAt = d.now();
+          checking = undefined;
+        });
+    if (checking) await checking;
     return readyWas ? c.text('ok') : c.text('not ready', 503);
   });
   app.get('/metrics', (c) =>
@@ -138,6 +146,13 @@ export const createApp = (d: AppDeps) => {
     (kind: 'Restore' | 'Backup', toIntent: (ns: string, cluster: string, data: unknown) => Intent) =>
     async (c: Ctx) => {
       const v = await authenticate(d, c);
+      // A status GET signs an empty body, and its id makes nothing: its headers, replayed, must
+      // not make an object here (a backup's `{}` is never empty).
+      if (v.body.length === 0)
+        throw new WebhookError(
+          'InvalidBody',
+          `the body must be JSON (${kind === 'Backup' ? '{}' : '{"backup":"<name>"} or {"latest":true}'}); an empty body is refused, as signed status requests have one`,
+        );
       const parsed = parseRequest(c.req.raw.headers, v.body, REQUEST_TYPES[kind]);
       const intent = toIntent(v.namespace, v.name, parsed.data);
       const s = await submit(intent, requester(c, v.id, parsed.cloudEvent), d);

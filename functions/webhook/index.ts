@@ -14,17 +14,19 @@ import { secretKeys } from './secrets.ts';
 import { listen } from './server.ts';
 
 const perSecond = z.coerce.number().positive().max(100_000);
-const zEnv = z.object({
+/** The webhook's settings, from its environment. */
+export const zWebhookEnv = z.object({
   TIDEWAY_WEBHOOK_HOST: z.string().min(1).default('0.0.0.0'),
   TIDEWAY_WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Requests are a few hundred bytes; anything much larger is not one of ours. */
   TIDEWAY_WEBHOOK_MAX_BODY_BYTES: z.coerce.number().int().min(256).max(1_048_576).default(16_384),
   /** Per source address (IPv6: per /64), per replica. */
   TIDEWAY_WEBHOOK_SOURCE_RATE: perSecond.default(10),
-  TIDEWAY_WEBHOOK_SOURCE_BURST: perSecond.default(40),
+  /** At least 1: a bucket that never holds a whole token refuses everything. */
+  TIDEWAY_WEBHOOK_SOURCE_BURST: z.coerce.number().min(1).max(100_000).default(40),
   /** Per namespace, counting signed requests only (unsigned floods cannot starve a namespace), per replica. */
   TIDEWAY_WEBHOOK_NAMESPACE_RATE: perSecond.default(5),
-  TIDEWAY_WEBHOOK_NAMESPACE_BURST: perSecond.default(20),
+  TIDEWAY_WEBHOOK_NAMESPACE_BURST: z.coerce.number().min(1).max(100_000).default(20),
   TIDEWAY_WATCH_NAMESPACE: zNamespaceName.optional(),
 });
 
@@ -32,7 +34,7 @@ export const OPENAPI_FILE = new URL('./openapi.json', import.meta.url);
 
 /** The `webhook` function of serverless.yml: an HTTP server that turns signed requests into objects. */
 export const start: Service = async (ctx) => {
-  const parsed = zEnv.safeParse(ctx.env);
+  const parsed = zWebhookEnv.safeParse(ctx.env);
   if (!parsed.success)
     throw new Error(
       `webhook: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { zWebhookEnv } from './index.ts';
 import { sourceKey, tokenBuckets } from './rate-limit.ts';
 
 describe('tokenBuckets', () => {
@@ -57,5 +58,14 @@ describe('sourceKey', () => {
     expect(sourceKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
     expect(sourceKey('::1')).toBe('0:0:0:0::/64');
     expect(sourceKey(undefined)).toBe('unknown');
+  });
+});
+
+describe('the rate limits as configured', () => {
+  it('refuse a burst below one request: such a bucket never holds a whole token, and would refuse everything', () => {
+    for (const scope of ['SOURCE', 'NAMESPACE']) {
+      expect(zWebhookEnv.safeParse({ [`TIDEWAY_WEBHOOK_${scope}_BURST`]: '0.5' }).success, scope).toBe(false);
+      expect(zWebhookEnv.safeParse({ [`TIDEWAY_WEBHOOK_${scope}_BURST`]: '1' }).success, scope).toBe(true);
+    }
   });
 });

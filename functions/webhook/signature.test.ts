@@ -69,6 +69,18 @@ describe('verifySignature', () => {
     expect(codeOf(verify({ id: ID, timestamp: String(NOW), signature: several }))).toBe('ok');
     // Extra spaces between entries are tolerated.
     expect(codeOf(verify({ id: ID, timestamp: String(NOW), signature: `  ${good}   x  ` }))).toBe('ok');
+    // Repeated header lines, joined by a proxy or a client library with ", ".
+    for (const joined of [`${good}, ${sig(OTHER, ID, NOW, BODY)}`, `${sig(OTHER, ID, NOW, BODY)}, ${good}`])
+      expect(codeOf(verify({ id: ID, timestamp: String(NOW), signature: joined })), joined).toBe('ok');
+    expect(
+      codeOf(
+        verify({
+          id: ID,
+          timestamp: String(NOW),
+          signature: `${sig(OTHER, ID, NOW, BODY)}, ${sig(OTHER, ID, NOW, BODY)}`,
+        }),
+      ),
+    ).toBe('BadSignature');
   });
 
   it('signs the raw bytes: a body with multi-byte characters verifies byte for byte', () => {

@@ -85,7 +85,11 @@ export const parseSignatureHeaders = (
       'StaleTimestamp',
       `webhook-timestamp is ${timestamp < nowSeconds ? 'older' : 'newer'} than ${TOLERANCE_SECONDS} s from the server's clock; sign the request again`,
     );
-  const candidates = h.signature.split(' ').filter(Boolean);
+  // Space-separated; a proxy may join repeated header lines with ", " (v1,A=, v1,B=).
+  const candidates = h.signature
+    .split(' ')
+    .map((x) => x.replace(/,$/, ''))
+    .filter(Boolean);
   if (candidates.length > MAX_SIGNATURES)
     return fail('MalformedSignature', `at most ${MAX_SIGNATURES} signatures in webhook-signature`);
   // Other versions (v1a: asymmetric) are skipped, as the spec asks; we only have a symmetric key.

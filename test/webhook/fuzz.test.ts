@@ -188,7 +188,7 @@ describe('webhook fuzz', () => {
   };
   const validBody = (endpoint: 'restore' | 'backup') =>
     endpoint === 'backup'
-      ? r.pick(['{}', '', ' { } '])
+      ? r.pick(['{}', ' { } '])
       : r.pick(['{"backup":"done"}', '{"latest":true}', '{"backup":"nope"}']);
   const mutateString = (s: string) => {
     if (s.length === 0) return r.chars(ANY, 5);
@@ -361,7 +361,8 @@ describe('webhook fuzz', () => {
   const takesBody = (q: Req) => {
     if (q.headers['content-type'] !== 'application/json') return 'unsure';
     if (Object.keys(q.headers).some((h) => h.startsWith('ce-'))) return 'unsure';
-    if (q.endpoint === 'backup' && q.body.trim() === '') return true;
+    // Empty: what a status GET signs; never taken as a POST's body.
+    if (q.body.trim() === '') return false;
     try {
       const v = JSON.parse(q.body) as unknown;
       if (q.endpoint === 'backup') return JSON.stringify(v) === '{}';
