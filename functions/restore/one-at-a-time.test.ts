@@ -71,6 +71,11 @@ describe('one restore per cluster at a time', () => {
         : {}),
     });
     expect(runningAtCreation(ended(JSON.stringify({ givenUp: { at: 'SafetyBackup' } })), mine)).toBe(false);
+    // Written by hand on one that completed: a given-up Restore never does.
+    const completed = ended(JSON.stringify({ givenUp: { at: 'SafetyBackup' } }));
+    expect(
+      runningAtCreation({ ...completed, status: { ...completed.status, phase: 'Completed' } }, mine),
+    ).toBe(true);
     // Finished after this one was made, with no such record (or none readable): it ran till then.
     expect(runningAtCreation(ended(), mine)).toBe(true);
     expect(runningAtCreation(ended(JSON.stringify({ loads: 1 })), mine)).toBe(true);

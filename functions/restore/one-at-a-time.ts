@@ -23,5 +23,6 @@ export const runningAtCreation = (other: Restore, mine: Restore) =>
   olderThan(other, mine) &&
   (isActive(other) ||
     (isFinished(other) &&
-      !statePart(other, 'givenUp', zGivenUpBeforeLoad) &&
+      // Only where such an end is possible (an annotation anyone may write is no proof).
+      !(other.status?.phase === 'Failed' && statePart(other, 'givenUp', zGivenUpBeforeLoad)) &&
       new Date(other.status?.completedAt ?? 0).getTime() > created(mine)));
