@@ -48,49 +48,75 @@ const mergePatch = (target: unknown, patch: unknown): unknown => {
   return out;
 };
 
+type Meta = {
+  uid?: string;
+  resourceVersion?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  annotations?: Record<string, string>;
+};
+type Stored = Record<string, unknown> & { metadata: Meta };
+
+const conflict = (what: string) =>
+  Object.assign(new Error(`Operation cannot be fulfilled: ${what}`), { code: 409 });
+
 /**
- * For tests: custom objects held in memory, by plural and name (one namespace), read, listed,
- * merge-patched (a uid in the patch is a precondition) and their status replaced as
- * CustomObjectsApi does; `api` to spread into a fake API.
+ * For tests: custom objects held in memory, by plural and name (one namespace), as the API server
+ * keeps them: read, listed, merge-patched and their status replaced, each write a new
+ * resourceVersion; a uid or resourceVersion in the body is a precondition (409), a status write
+ * changes the status only, and an object being deleted goes with its last finalizer. `api` to
+ * spread into a fake API.
  */
 export const memoryCustomObjects = () => {
-  const objects = new Map<string, Record<string, unknown>>();
+  const objects = new Map<string, Stored>();
+  let version = 1000;
+  const keyOf = (plural: string, name: string) => `${plural}/${name}`;
+  const stored = (plural: string, name: string) => {
+    const obj = objects.get(keyOf(plural, name));
+    if (!obj) throw notFound();
+    return obj;
+  };
+  const check = (obj: Stored, body: { metadata?: Meta }) => {
+    const m = body.metadata;
+    if (m?.uid !== undefined && m.uid !== obj.metadata.uid) throw conflict('UID in precondition');
+    if (m?.resourceVersion !== undefined && m.resourceVersion !== obj.metadata.resourceVersion)
+      throw conflict('the object has been modified; please apply your changes to the latest version');
+  };
+  const write = (plural: string, name: string, next: Stored) => {
+    if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
+      objects.delete(keyOf(plural, name));
+      return structuredClone(next);
+    }
+    next.metadata = { ...next.metadata, resourceVersion: String(++version) };
+    objects.set(keyOf(plural, name), next);
+    return structuredClone(next);
+  };
   return {
     put: (plural: string, obj: { metadata: { name: string } }) =>
-      objects.set(`${plural}/${obj.metadata.name}`, structuredClone(obj) as Record<string, unknown>),
-    get: (plural: string, name: string) => objects.get(`${plural}/${name}`),
+      objects.set(keyOf(plural, obj.metadata.name), structuredClone(obj) as unknown as Stored),
+    get: (plural: string, name: string) =>
+      objects.get(keyOf(plural, name)) as Record<string, unknown> | undefined,
     api: {
-      getNamespacedCustomObject: async (a: { plural: string; name: string }) => {
-        const obj = objects.get(`${a.plural}/${a.name}`);
-        if (!obj) throw notFound();
-        return structuredClone(obj);
-      },
+      getNamespacedCustomObject: async (a: { plural: string; name: string }) =>
+        structuredClone(stored(a.plural, a.name)),
       listNamespacedCustomObject: async (a: { plural: string }) => ({
         items: [...objects.entries()]
           .filter(([k]) => k.startsWith(`${a.plural}/`))
           .map(([, o]) => structuredClone(o)),
       }),
-      patchNamespacedCustomObject: async (a: {
-        plural: string;
-        name: string;
-        body: { metadata?: { uid?: string } };
-      }) => {
-        const obj = objects.get(`${a.plural}/${a.name}`) as { metadata: { uid?: string } } | undefined;
-        if (!obj) throw notFound();
-        const uid = a.body.metadata?.uid;
-        if (uid !== undefined && uid !== obj.metadata.uid)
-          throw Object.assign(new Error('Precondition failed: UID in precondition'), { code: 409 });
-        const next = mergePatch(obj, a.body) as Record<string, unknown>;
-        objects.set(`${a.plural}/${a.name}`, next);
-        return structuredClone(next);
+      patchNamespacedCustomObject: async (a: { plural: string; name: string; body: { metadata?: Meta } }) => {
+        const obj = stored(a.plural, a.name);
+        check(obj, a.body);
+        return write(a.plural, a.name, mergePatch(obj, a.body) as Stored);
       },
       replaceNamespacedCustomObjectStatus: async (a: {
         plural: string;
         name: string;
-        body: Record<string, unknown>;
+        body: { metadata?: Meta; status?: unknown };
       }) => {
-        objects.set(`${a.plural}/${a.name}`, structuredClone(a.body));
-        return a.body;
+        const obj = stored(a.plural, a.name);
+        check(obj, a.body);
+        return write(a.plural, a.name, { ...structuredClone(obj), status: structuredClone(a.body.status) });
       },
     },
   };
