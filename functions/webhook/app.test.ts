@@ -166,6 +166,37 @@ describe('webhook app', () => {
     expect((await s.post(BACKUP, '{}', sign(s.secret.value!, '{}'))).status).toBe(202);
   });
 
+  it('answers a body cut short by its sender with a 400, and one over the limit with a 413, never a 5xx', async () => {
+    const s = setup();
+    const streamed = (chunks: Uint8Array[], cut: boolean, length?: number) =>
+      new Request(`http://webhook${BACKUP}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...sign(s.secret.value!, '{}'),
+          ...(length === undefined ? {} : { 'content-length': String(length) }),
+        },
+        body: new ReadableStream({
+          start(c) {
+            for (const chunk of chunks) c.enqueue(chunk);
+            if (cut) c.error(new Error('socket hang up'));
+            else c.close();
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+    // Without a length (read as it comes, by the size check), and with one (read once signed).
+    for (const length of [undefined, 2]) {
+      const cut = await s.app.request(streamed([new TextEncoder().encode('{')], true, length));
+      expect(cut.status, `length ${length}`).toBe(400);
+      expect(await cut.json()).toMatchObject({ error: { code: 'InvalidBody' } });
+    }
+    const big = await s.app.request(streamed([new Uint8Array(800), new Uint8Array(800)], false));
+    expect(big.status).toBe(413);
+    expect(s.lines.filter((l) => l.includes('request failed'))).toEqual([]);
+    expect(s.mem.calls.create).toBe(0);
+  });
+
   it('checks readiness once for all the probes that come at the same time', async () => {
     const answers: ((ok: boolean) => void)[] = [];
     const s = setup({ ready: () => new Promise<boolean>((resolve) => answers.push(resolve)) });

@@ -4,7 +4,7 @@ import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
 import type { Logger } from '../../shared/runtime/logger.ts';
 import { type AuthDeps, authenticate } from './auth.ts';
 import { type Ctx, type Env, nodePeer } from './context.ts';
-import { type ErrorCode, errorBody, WebhookError } from './errors.ts';
+import { type ErrorCode, errorBody, incompleteBody, WebhookError } from './errors.ts';
 import { backupIntent, type Intent, restoreIntent } from './intent.ts';
 import type { Kind, WebhookKube } from './kube.ts';
 import type { Mutex } from './mutex.ts';
@@ -43,6 +43,12 @@ const statusPath = (kind: Kind, namespace: string, name: string) =>
 export const createApp = (d: AppDeps) => {
   const peerOf = d.peerOf ?? nodePeer;
   const app = new Hono<Env>();
+  const limitBody = bodyLimit({
+    maxSize: d.maxBodyBytes,
+    onError: () => {
+      throw new WebhookError('BodyTooLarge', `the body is larger than ${d.maxBodyBytes} bytes`);
+    },
+  });
   let readyAt = 0;
   let readyWas = false;
   let checking: Promise<void> | undefined;
@@ -126,12 +132,16 @@ export const createApp = (d: AppDeps) => {
       }
       await next();
     },
-    bodyLimit({
-      maxSize: d.maxBodyBytes,
-      onError: () => {
-        throw new WebhookError('BodyTooLarge', `the body is larger than ${d.maxBodyBytes} bytes`);
-      },
-    }),
+    async (c, next) => {
+      // A body without a length is read here, as it comes; the sender may go away meanwhile — its
+      // doing, not a server failure to alert on. (Errors of later handlers never reach this.)
+      try {
+        await limitBody(c, next);
+      } catch (error) {
+        if (error instanceof WebhookError) throw error;
+        throw incompleteBody(error);
+      }
+    },
   );
 
   const requester = (c: Ctx, id: string, cloudEvent: Requester['cloudEvent']): Requester => ({

@@ -1,7 +1,7 @@
 import { zNamespaceName } from '../../shared/kube/names.ts';
 import type { Metrics } from '../../shared/runtime/metrics.ts';
 import type { Ctx } from './context.ts';
-import { WebhookError } from './errors.ts';
+import { incompleteBody, WebhookError } from './errors.ts';
 import { zObjectName } from './intent.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SecretKeys } from './secrets.ts';
@@ -53,7 +53,13 @@ export const authenticate = async (d: AuthDeps, c: Ctx): Promise<Authenticated> 
     Math.floor(d.now() / 1000),
   );
   if (!signed.ok) throw new WebhookError(signed.code, signed.message);
-  const body = new Uint8Array(await c.req.arrayBuffer());
+  const body = await c.req.arrayBuffer().then(
+    (b) => new Uint8Array(b),
+    (error: unknown) => {
+      if (error instanceof WebhookError) throw error; // over the size limit
+      throw incompleteBody(error);
+    },
+  );
   const key = await d.keys.key(namespace, d.now());
   let ok = signedWith(signed, body, key);
   if (!ok) {

@@ -69,3 +69,7 @@ export class WebhookError extends Error {
 }
 
 export const errorBody = (code: ErrorCode, message: string) => ({ error: { code, message } });
+
+/** A body that ended before it was complete: the sender closed the connection (400, not ours). */
+export const incompleteBody = (cause: unknown) =>
+  new WebhookError('InvalidBody', 'the body ended before it was complete (the connection closed)', { cause });
