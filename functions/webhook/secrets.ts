@@ -27,7 +27,9 @@ export const secretKeys = (
   const ttl = o.ttlMs ?? 5000;
   const max = o.maxNamespaces ?? 1000;
   const cache = new Map<string, { key: Buffer | 'missing' | 'invalid'; at: number }>();
-  const load = async (namespace: string, now: number) => {
+  // One read per namespace at a time: requests that miss together wait for the same answer.
+  const reading = new Map<string, Promise<Buffer | 'missing' | 'invalid'>>();
+  const read = async (namespace: string, now: number) => {
     const value = await kube.webhookSecret(namespace);
     const key = value === undefined ? 'missing' : (parseSecret(value) ?? 'invalid');
     cache.delete(namespace);
@@ -37,6 +39,13 @@ export const secretKeys = (
       if (oldest !== undefined) cache.delete(oldest);
     }
     return key;
+  };
+  const load = (namespace: string, now: number) => {
+    const pending = reading.get(namespace);
+    if (pending) return pending;
+    const next = read(namespace, now).finally(() => reading.delete(namespace));
+    reading.set(namespace, next);
+    return next;
   };
   const usable = (namespace: string, key: Buffer | 'missing' | 'invalid') => {
     if (key === 'missing')

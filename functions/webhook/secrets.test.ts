@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { WebhookKube } from './kube.ts';
+import { secretKeys } from './secrets.ts';
+
+describe('secretKeys', () => {
+  it('reads a namespace’s Secret once for all the requests that miss the cache together', async () => {
+    const answers: ((v: string | undefined) => void)[] = [];
+    const kube = {
+      webhookSecret: () => new Promise<string | undefined>((resolve) => answers.push(resolve)),
+    } as unknown as WebhookKube;
+    const keys = secretKeys(kube);
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const waiting = Array.from({ length: 20 }, () => keys.key('ns', 1000));
+    const other = keys.key('other', 1000).catch((e: { code?: string }) => e.code);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(answers).toHaveLength(2);
+    for (const answer of answers) answer(answers.indexOf(answer) === 0 ? secret : undefined);
+    const got = await Promise.all(waiting);
+    expect(new Set(got.map((k) => k.toString('base64'))).size).toBe(1);
+    expect(await other).toBe('WebhookNotConfigured');
+    // Read again once the answer is older than the cache keeps it.
+    void keys.key('ns', 1000 + 5001);
+    expect(answers).toHaveLength(3);
+  });
+});
