@@ -29,8 +29,7 @@ export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> =
     : load
       ? 'its load was left as it was (the cluster’s Restoring condition does not name this Restore)'
       : 'no load was recorded';
-  // Recorded first: finished, it must still not block the Restores made since it was given up.
-  if (phase !== 'Restoring') await run.loaded.writeState({ ...run.loaded.state, givenUp: { at: phase } });
+  if (phase !== 'Restoring') await recordGivenUp(run);
   return failRestore(run, {
     reason: given.reason,
     message: `${given.message}; ${
@@ -44,3 +43,13 @@ export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> =
     marked: true,
   });
 };
+
+/**
+ * Records, before a Restore given up on before Restoring is finished, that it was: it blocked no
+ * Restore of its cluster since, though it finishes later (one-at-a-time.ts).
+ */
+export const recordGivenUp = (run: Run) =>
+  run.loaded.writeState({
+    ...run.loaded.state,
+    givenUp: { at: run.loaded.restore.status?.phase ?? 'Pending' },
+  });

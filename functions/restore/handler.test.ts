@@ -19,6 +19,8 @@ const world = (o: {
   state?: Record<string, unknown>;
   /** A later Restore r2 of main (made at 07:55, r1 at 06:00; the clock says 08:00), and Backup b1. */
   later?: boolean;
+  /** The cluster is being deleted. */
+  clusterDeleting?: boolean;
 }) => {
   const objects = memoryCustomObjects();
   let probesFail = false;
@@ -48,7 +50,12 @@ const world = (o: {
   put('redisclusters', {
     apiVersion: 'tideway.dev/v1alpha1',
     kind: 'RedisCluster',
-    metadata: { name: 'main', namespace: 'prod', uid: 'u-rc' },
+    metadata: {
+      name: 'main',
+      namespace: 'prod',
+      uid: 'u-rc',
+      ...(o.clusterDeleting ? { deletionTimestamp: '2026-11-27T07:59:00Z' } : {}),
+    },
     spec: {},
     status: o.marked
       ? {
@@ -301,6 +308,17 @@ describe('the restore handler', () => {
     await handler(w.event('u-r2', 'r2'), w.ctx);
     // r2 goes on: it waits for a master to verify against (the in-memory cluster has none).
     expect(w.status('r2')).toMatchObject({ phase: 'Verifying' });
+  });
+
+  it('…also when its cluster is being deleted as that run ends it', async () => {
+    const w = world({
+      phase: 'SafetyBackup',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      clusterDeleting: true,
+    });
+    expect(await handler(w.event('u-now'), w.ctx)).toEqual({ kind: 'done' });
+    expect(w.status()).toMatchObject({ phase: 'Failed', error: { reason: 'ClusterDeleting' } });
+    expect(w.state()).toMatchObject({ givenUp: { at: 'SafetyBackup' } });
   });
 
   it('…while one given up on mid-load blocks those made before its load was settled', async () => {

@@ -6,7 +6,7 @@ import { givenUp } from '../../shared/restore/ended.ts';
 import { done, type HandlerContext, type Outcome } from '../../shared/runtime/handler.ts';
 import { onBehalf } from '../../shared/runtime/on-behalf.ts';
 import { failRestore } from './finish.ts';
-import { endGivenUp } from './given-up.ts';
+import { endGivenUp, recordGivenUp } from './given-up.ts';
 import { restoreGone } from './gone.ts';
 import { isRestoreOutcome, loadRestore, readCluster } from './kube.ts';
 import { safetyBackup, start, verifying } from './phases.ts';
@@ -85,7 +85,9 @@ const handleRestore = async (
     maxLoads: env.TIDEWAY_RESTORE_ATTEMPTS,
     safetyRecheckMs: env.TIDEWAY_RESTORE_SAFETY_RECHECK_MS,
   };
-  if (!rc || rc.metadata.deletionTimestamp)
+  if (!rc || rc.metadata.deletionTimestamp) {
+    // Given up on before it loaded, it blocked nothing since (one-at-a-time.ts): said so here too.
+    if (givenUp(restore) && phase !== 'Restoring') await recordGivenUp(run);
     return failRestore(run, {
       reason: rc ? 'ClusterDeleting' : 'ClusterNotFound',
       message: rc
@@ -93,6 +95,7 @@ const handleRestore = async (
         : `RedisCluster ${restore.spec.cluster.name} does not exist in namespace ${key.namespace}: create it, or name an existing cluster in spec.cluster.name`,
       data: phase === 'Restoring' ? 'interrupted' : 'untouched',
     });
+  }
   // Before anything else may end it: a load it left is settled first.
   const abandoned = givenUp(restore);
   if (abandoned) return endGivenUp(run, abandoned);
