@@ -156,6 +156,32 @@ describe('retention while suspended', () => {
     ]);
     expect(k.backups()).toEqual(['nightly-2h:Completed']);
   });
+
+  it('on the watcher’s retention look, which is no run (suspended or not)', async () => {
+    for (const suspend of [true, false]) {
+      const k = fakeKube();
+      k.put(
+        'backupschedules',
+        scheduleObj({ schedule: '0 3 1 * *', suspend, retention: { keepLast: 5, maxAge: '1h' } }),
+      );
+      k.put('redisclusters', clusterObj());
+      k.put('backups', backupObj('nightly-3h', 'Completed', minutesAgo(180)));
+      k.put('backups', backupObj('nightly-2h', 'Completed', minutesAgo(120)));
+      const look = eventOf(
+        EventType.scheduleTick,
+        'BackupSchedule',
+        'nightly',
+        { look: 'retention' },
+        'sched-uid',
+      );
+      expect(await handler(look, k.ctx)).toEqual({ kind: 'done' });
+      expect(
+        k.calls.filter((c) => c.startsWith('delete') || c.startsWith('create')),
+        `suspend ${suspend}`,
+      ).toEqual(['delete backups/nightly-3h (Completed)']);
+      expect(k.get('backupschedules', 'nightly')?.status?.lastScheduleTime).toBeUndefined();
+    }
+  });
 });
 
 describe('Backups made by earlier versions (a controller owner reference to the schedule)', () => {

@@ -87,6 +87,39 @@ describe('ticks', () => {
     expect(events.at(-1)?.data).toMatchObject({ scheduledTime: '2026-11-25T03:00:00.000Z', missedBefore: 2 });
   });
 
+  it('looks at a schedule with maxAge once an hour, suspended or not, and never at one without', async () => {
+    const now = { t: at('2026-11-22T12:00:00Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [
+      schedule({ schedule: '0 3 1 * *', suspend: true, retention: { maxAge: '7d' } }),
+      {
+        ...schedule({ schedule: '0 3 1 * *', retention: { maxAge: '7d' } }),
+        metadata: { name: 'monthly', namespace: 'ns', uid: 'u2', creationTimestamp: '2026-11-20T00:00:00Z' },
+      },
+      {
+        ...schedule({ schedule: '0 3 1 * *', suspend: true, retention: { keepLast: 3 } }),
+        metadata: { name: 'kept', namespace: 'ns', uid: 'u3', creationTimestamp: '2026-11-20T00:00:00Z' },
+      },
+    ]);
+    await ticks.checkSchedules();
+    now.t = at('2026-11-22T12:59:59Z');
+    await ticks.checkSchedules();
+    expect(events.map((e) => [e.subject, e.data])).toEqual([
+      ['namespaces/ns/backupschedules/nightly', expect.objectContaining({ look: 'retention' })],
+      ['namespaces/ns/backupschedules/monthly', expect.objectContaining({ look: 'retention' })],
+    ]);
+    now.t = at('2026-11-22T13:00:00Z');
+    await ticks.checkSchedules();
+    expect(events).toHaveLength(4);
+    // The period's id: a second watcher's look in the same hour is a duplicate the stream drops.
+    const other = setup(now);
+    other.ticks.list('BackupSchedule', [
+      schedule({ schedule: '0 3 1 * *', suspend: true, retention: { maxAge: '7d' } }),
+    ]);
+    await other.ticks.checkSchedules();
+    expect(other.events[0]?.id).toBe(events[2]?.id);
+  });
+
   it('does not replay a suspended period on resume', async () => {
     const now = { t: at('2026-11-22T12:00:00Z') };
     const { events, ticks } = setup(now);

@@ -9,7 +9,7 @@ import type { KubeObj } from './kinds.ts';
 
 type Schedule = KubeObj & {
   metadata?: KubeObj['metadata'] & { creationTimestamp?: string | Date };
-  spec?: { schedule?: string; timeZone?: string; suspend?: boolean };
+  spec?: { schedule?: string; timeZone?: string; suspend?: boolean; retention?: { maxAge?: string } };
   status?: { lastScheduleTime?: string };
 };
 
@@ -21,6 +21,8 @@ export type TicksOptions = {
   healthIntervalMs: number;
   /** How often schedules are checked; a tick is late by at most this. */
   scheduleCheckMs?: number;
+  /** How often a schedule with `retention.maxAge` is looked at between its runs (default 1 h). */
+  retentionLookMs?: number;
   clock?: () => Date;
 };
 
@@ -49,7 +51,7 @@ type Plan = { key: string; text: string; cron: Cron; next: Date | 'never' };
 
 /**
  * The watcher is the clock: a health tick per cluster (of an engine that wants them) every interval, and a schedule tick per
- * BackupSchedule when its cron fires. Tick ids are deterministic (object uid + period or scheduled
+ * BackupSchedule when its cron fires (and, for one with retention.maxAge, a retention look every hour). Tick ids are deterministic (object uid + period or scheduled
  * time), so a tick from a new leader after failover is a duplicate the stream drops. After
  * downtime one tick carries the latest missed fire time and how many fires came before it; the
  * schedule function applies startingDeadlineSeconds and counts missed runs.
@@ -58,7 +60,11 @@ export const createTicks = (o: TicksOptions) => {
   const clock = o.clock ?? (() => new Date());
   /** uid → the cluster's kind and name: all a health tick needs. */
   const clusters = new Map<string, { kind: string; obj: KubeObj }>();
-  const schedules = new Map<string, { obj: Schedule; lastFired?: Date; seen?: Date; plan?: Plan }>();
+  const schedules = new Map<
+    string,
+    { obj: Schedule; lastFired?: Date; seen?: Date; plan?: Plan; looked?: number }
+  >();
+  const lookMs = o.retentionLookMs ?? 3_600_000;
   let healthBusy = false;
   let scheduleBusy = false;
 
@@ -91,6 +97,21 @@ export const createTicks = (o: TicksOptions) => {
     try {
       for (const [uid, s] of schedules) {
         const spec = s.obj.spec ?? {};
+        // maxAge prunes with time alone, suspended or between rare runs: a look every period,
+        // which the schedule function takes as no run (its id is the period's: one per period).
+        const period = Math.floor(now.getTime() / lookMs);
+        if (spec.retention?.maxAge && s.looked !== period) {
+          await publish(
+            tickEvent(o.source, EventType.scheduleTick, 'BackupSchedule', s.obj, `retention-${period}`, {
+              look: 'retention',
+            }),
+          ).then(
+            () => {
+              s.looked = period;
+            },
+            (error: unknown) => o.log.debug('retention look not published', { uid, error }),
+          );
+        }
         if (spec.suspend || !spec.schedule) {
           s.lastFired = now; // resuming does not replay the suspended period
           continue;
