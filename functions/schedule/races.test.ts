@@ -288,3 +288,60 @@ describe('a Backup that cannot be released from the owner reference', () => {
     expect(k.backups()).toEqual(['nightly-new:Completed']);
   });
 });
+
+describe('a changed cron or time zone', () => {
+  /** nightly, once `0 3 * * *` (recorded), now `schedule`; its last run 20 hours before `at`. */
+  const changed = (at: Date, schedule: string) => {
+    const k = fakeKube();
+    const s = scheduleObj({ schedule });
+    const long = new Date(at.getTime() - 30 * 86_400_000).toISOString();
+    s.status = {
+      lastScheduleTime: new Date(at.getTime() - 20 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      missedRuns: 0,
+      schedule: { expression: '0 3 * * *', timeZone: 'UTC', since: long },
+      conditions: [
+        { type: 'Ready', status: 'True', reason: 'Scheduled', message: '', lastTransitionTime: long },
+      ],
+    };
+    k.put('backupschedules', s);
+    k.put('redisclusters', clusterObj());
+    const status = () => k.get('backupschedules', 'nightly')?.status as Record<string, unknown>;
+    return { k, status };
+  };
+
+  it('counts no fire of the new cron before the change as missed', async () => {
+    const at = thisMinute();
+    const { k, status } = changed(at, '* * * * *');
+    // The change is seen (its own event) a minute before the new cron's next fire.
+    Object.assign(k.ctx, { clock: () => new Date(at.getTime() - 60_000) });
+    await handler(eventOf(EventType.updated, 'BackupSchedule', 'nightly', {}, 'sched-uid'), k.ctx);
+    expect(status().schedule).toMatchObject({ expression: '* * * * *', timeZone: 'UTC' });
+    await tick(k, at);
+    expect(status()).toMatchObject({
+      missedRuns: 0,
+      lastScheduleTime: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
+    expect(k.backups()).toHaveLength(1);
+  });
+
+  it('makes no run, late or not, of a fire before the change', async () => {
+    const at = thisMinute();
+    const { k, status } = changed(new Date(at.getTime() + 4 * 3_600_000), '0 */6 * * *');
+    const before = structuredClone(status());
+    // The watcher ticked a fire of the new cron from before the change, four hours ago.
+    Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 4 * 3_600_000) });
+    await handler(
+      eventOf(
+        EventType.scheduleTick,
+        'BackupSchedule',
+        'nightly',
+        { scheduledTime: at.toISOString() },
+        'sched-uid',
+      ),
+      k.ctx,
+    );
+    expect(status()).toMatchObject({ missedRuns: 0, lastScheduleTime: before.lastScheduleTime });
+    expect(k.backups()).toEqual([]);
+    expect(k.calls.filter((c) => c.startsWith('create'))).toEqual([]);
+  });
+});

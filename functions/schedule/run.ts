@@ -123,3 +123,25 @@ export const decideRun = (i: RunInput): RunDecision => {
     made: false,
   };
 };
+
+/** The schedule a status was brought up to date with, and since when it holds (status.schedule). */
+export type ScheduleRecord = { expression: string; timeZone: string; since: string };
+
+/**
+ * The schedule as the spec says now, and since when: the recorded one while it is the same; one
+ * changed since took effect now (when first seen); with none recorded (a status of an earlier
+ * version), since the last run handled, or the schedule's creation. Fires of a schedule before it
+ * took effect never existed: a new cron's fires since the old one last ran are neither due runs
+ * nor missed ones.
+ */
+export const currentSchedule = (
+  spec: { schedule: string; timeZone?: string | undefined },
+  status: { schedule?: ScheduleRecord | undefined; lastScheduleTime?: string | undefined } | undefined,
+  o: { now: string; created: string },
+): ScheduleRecord => {
+  const expression = spec.schedule;
+  const timeZone = spec.timeZone || 'UTC';
+  const r = status?.schedule;
+  if (r && r.expression === expression && r.timeZone === timeZone) return r;
+  return { expression, timeZone, since: r ? o.now : (status?.lastScheduleTime ?? o.created) };
+};

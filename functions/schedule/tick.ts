@@ -21,7 +21,7 @@ import {
   listScheduleBackups,
 } from './kube.ts';
 import { backupName } from './names.ts';
-import { countFrom, decideRun, RunReason, type Tick } from './run.ts';
+import { countFrom, currentSchedule, decideRun, RunReason, type Tick } from './run.ts';
 import { isActive, ownedBackupOf } from './summary.ts';
 
 const zTick = z.looseObject({
@@ -68,14 +68,25 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
   const nextAfter = fireAfter(clock, at);
   if (nextAfter === undefined || (last && at <= last)) return; // no valid schedule now, or handled
 
+  // A fire of this schedule from before it took effect (the cron or zone was changed since): it
+  // never existed under the schedule that was in force, so it is neither a run nor a missed one.
+  const since = new Date(
+    currentSchedule(spec, schedule.status, {
+      now: rfc3339(now),
+      created: schedule.metadata.creationTimestamp ?? rfc3339(at),
+    }).since,
+  );
+  if (at < since) return;
+
   const namespace = schedule.metadata.namespace ?? '';
   const name = backupName(schedule.metadata.name, at);
-  const from = countFrom({
+  const counted = countFrom({
     scheduledTime: at,
     lastScheduleTime: last,
     created: new Date(schedule.metadata.creationTimestamp ?? at),
     ready: findCondition(schedule.status?.conditions as Condition[] | undefined, 'Ready'),
   });
+  const from = counted > since ? counted : since;
   const owned = (await listScheduleBackups(ctx.kube, schedule)).map(ownedBackupOf);
   const active = owned.filter((b) => isActive(b) && b.name !== name);
   const decision = decideRun({

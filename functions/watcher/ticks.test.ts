@@ -120,6 +120,46 @@ describe('ticks', () => {
     expect(other.events[0]?.id).toBe(events[2]?.id);
   });
 
+  it('counts a changed cron or zone from the change: no fire of the new one before it', async () => {
+    const now = { t: at('2026-11-22T03:00:30Z') };
+    const { events, ticks } = setup(now);
+    ticks.list('BackupSchedule', [
+      schedule({ schedule: '0 3 * * *' }, { lastScheduleTime: '2026-11-21T03:00:00Z' }),
+    ]);
+    await ticks.checkSchedules();
+    expect(events).toHaveLength(1);
+    now.t = at('2026-11-22T10:00:00Z');
+    ticks.observe(
+      'BackupSchedule',
+      'MODIFIED',
+      schedule({ schedule: '0 */6 * * *' }, { lastScheduleTime: '2026-11-22T03:00:00Z' }),
+    );
+    await ticks.checkSchedules();
+    expect(events).toHaveLength(1); // not 06:00, four hours late
+    now.t = at('2026-11-22T12:00:01Z');
+    await ticks.checkSchedules();
+    expect(events.at(-1)?.data).toMatchObject({ scheduledTime: '2026-11-22T12:00:00.000Z', missedBefore: 0 });
+    // A zone set right (from one that cannot be read) too: the run due meanwhile is not ticked late.
+    ticks.observe(
+      'BackupSchedule',
+      'MODIFIED',
+      schedule(
+        { schedule: '0 */6 * * *', timeZone: 'Europe/Berln' },
+        { lastScheduleTime: '2026-11-22T12:00:00Z' },
+      ),
+    );
+    now.t = at('2026-11-22T18:00:30Z');
+    await ticks.checkSchedules();
+    now.t = at('2026-11-22T19:00:00Z');
+    ticks.observe(
+      'BackupSchedule',
+      'MODIFIED',
+      schedule({ schedule: '0 */6 * * *', timeZone: 'UTC' }, { lastScheduleTime: '2026-11-22T12:00:00Z' }),
+    );
+    await ticks.checkSchedules();
+    expect(events).toHaveLength(2); // not 18:00, an hour late
+  });
+
   it('does not replay a suspended period on resume', async () => {
     const now = { t: at('2026-11-22T12:00:00Z') };
     const { events, ticks } = setup(now);

@@ -167,7 +167,11 @@ export const createTicks = (o: TicksOptions) => {
       });
     if (kind === 'BackupSchedule') {
       const s = schedules.get(uid);
-      schedules.set(uid, { ...s, obj: obj as Schedule });
+      const next = obj as Schedule;
+      // A new cron or zone counts from now: its fires before the change never existed.
+      const zone = (o?: Schedule) => o?.spec?.timeZone || 'UTC';
+      const changed = s && (s.obj.spec?.schedule !== next.spec?.schedule || zone(s.obj) !== zone(next));
+      schedules.set(uid, { ...s, obj: next, ...(changed ? { lastFired: clock() } : {}) });
     }
   };
   /** The uids known of one kind (clusters of every engine share one map). */

@@ -154,6 +154,11 @@ export const zBackupScheduleStatus = z.looseObject({
   lastSuccessfulBackup: z.string().max(253).optional(),
   active: z.array(z.string()).max(64).optional(),
   missedRuns: z.number().int().min(0).optional(),
+  schedule: z.looseObject({
+    expression: z.string().max(128),
+    timeZone: z.string().max(64),
+    since: z.string(),
+  }).optional(),
   conditions: z.array(z.looseObject({
     type: z.string().max(64),
     status: z.enum(["True","False","Unknown"]),
