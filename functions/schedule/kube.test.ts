@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackupSchedule } from '../../shared/api/generated.ts';
-import { desiredBackup } from './kube.ts';
+import { desiredBackup, unchanged } from './kube.ts';
 
 const schedule = (cluster: BackupSchedule['spec']['cluster']): BackupSchedule => ({
   apiVersion: 'tideway.dev/v1alpha1',
@@ -20,5 +20,17 @@ describe('the Backup of a scheduled run', () => {
       name: 'cache',
       kind: 'RedisCluster',
     });
+  });
+});
+
+describe('a status write', () => {
+  it('is skipped when the status says the same, whatever the order of its keys', () => {
+    const current = { active: ['a'], lastScheduleTime: '2026-11-28T03:00:00Z', missedRuns: 0 };
+    expect(
+      unchanged({ missedRuns: 0, lastScheduleTime: '2026-11-28T03:00:00Z', active: ['a'] }, current),
+    ).toBe(true);
+    expect(unchanged({ ...current, missedRuns: 1 }, current)).toBe(false);
+    expect(unchanged({ ...current, active: ['a', 'b'] }, current)).toBe(false);
+    expect(unchanged(undefined, current)).toBe(true);
   });
 });

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import {
   CustomObjectsApi,
   type KubeConfig,
@@ -48,8 +49,10 @@ export type LoadedSchedule = {
   ) => Promise<BackupSchedule>;
 };
 
-const unchanged = (next: Status | undefined, current: Status | undefined) =>
-  next === undefined || JSON.stringify(next) === JSON.stringify(current ?? {});
+/** By content, not key order: the API server returns keys sorted, a mutate adds them where it will. */
+export const unchanged = (next: Status | undefined, current: Status | undefined) =>
+  next === undefined ||
+  isDeepStrictEqual(JSON.parse(JSON.stringify(next)), JSON.parse(JSON.stringify(current ?? {})));
 
 /** The BackupSchedule, freshly read and validated, or the outcome when there is none to act on. */
 export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSchedule | Outcome> => {

@@ -167,13 +167,7 @@ describe('retention while suspended', () => {
       k.put('redisclusters', clusterObj());
       k.put('backups', backupObj('nightly-3h', 'Completed', minutesAgo(180)));
       k.put('backups', backupObj('nightly-2h', 'Completed', minutesAgo(120)));
-      const look = eventOf(
-        EventType.scheduleTick,
-        'BackupSchedule',
-        'nightly',
-        { look: 'retention' },
-        'sched-uid',
-      );
+      const look = eventOf(EventType.retentionTick, 'BackupSchedule', 'nightly', {}, 'sched-uid');
       expect(await handler(look, k.ctx)).toEqual({ kind: 'done' });
       expect(
         k.calls.filter((c) => c.startsWith('delete') || c.startsWith('create')),

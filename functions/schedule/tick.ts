@@ -29,13 +29,9 @@ const zTick = z.looseObject({
   missedBefore: z.number().int().min(0).default(0),
 });
 
-/** The watcher's retention look (a schedule with retention.maxAge, each hour): no run. */
-const zLook = z.looseObject({ look: z.literal('retention') });
-
-/** The run a schedule tick announces (functions/watcher/ticks.ts); none for a retention look. */
-export const parseTick = (event: CloudEvent<unknown>): Tick | undefined => {
+/** The run a schedule tick announces (functions/watcher/ticks.ts). */
+export const parseTick = (event: CloudEvent<unknown>): Tick => {
   const data = typeof event.data === 'string' ? JSON.parse(event.data) : event.data;
-  if (zLook.safeParse(data).success) return undefined;
   const t = zTick.safeParse(data);
   if (!t.success)
     throw new TerminalError(

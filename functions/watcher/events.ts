@@ -66,7 +66,7 @@ export const resourceEvent = (source: string, c: Change): CloudEvent<unknown> | 
 /** A tick: the watcher is the clock. One id per object and period (or scheduled time). */
 export const tickEvent = (
   source: string,
-  type: typeof EventType.healthTick | typeof EventType.scheduleTick,
+  type: typeof EventType.healthTick | typeof EventType.scheduleTick | typeof EventType.retentionTick,
   kind: string,
   obj: KubeObj,
   slot: string,

@@ -1,5 +1,6 @@
 import type { CloudEvent } from 'cloudevents';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { EventType } from '../../shared/events/types.ts';
 import { createLogger } from '../../shared/runtime/logger.ts';
 import { createMetrics } from '../../shared/runtime/metrics.ts';
 import { nextFire, parseCron } from './cron.ts';
@@ -87,37 +88,41 @@ describe('ticks', () => {
     expect(events.at(-1)?.data).toMatchObject({ scheduledTime: '2026-11-25T03:00:00.000Z', missedBefore: 2 });
   });
 
-  it('looks at a schedule with maxAge once an hour, suspended or not, and never at one without', async () => {
+  it('looks at a schedule with maxAge once an hour, suspended or not, each at its own minute, and never at one without', async () => {
     const now = { t: at('2026-11-22T12:00:00Z') };
     const { events, ticks } = setup(now);
+    const named = (name: string, uid: string, spec: Record<string, unknown>) => ({
+      ...schedule(spec),
+      metadata: { name, namespace: 'ns', uid, creationTimestamp: '2026-11-20T00:00:00Z' },
+    });
     ticks.list('BackupSchedule', [
-      schedule({ schedule: '0 3 1 * *', suspend: true, retention: { maxAge: '7d' } }),
-      {
-        ...schedule({ schedule: '0 3 1 * *', retention: { maxAge: '7d' } }),
-        metadata: { name: 'monthly', namespace: 'ns', uid: 'u2', creationTimestamp: '2026-11-20T00:00:00Z' },
-      },
-      {
-        ...schedule({ schedule: '0 3 1 * *', suspend: true, retention: { keepLast: 3 } }),
-        metadata: { name: 'kept', namespace: 'ns', uid: 'u3', creationTimestamp: '2026-11-20T00:00:00Z' },
-      },
+      named('nightly', 'u1', { schedule: '0 3 1 * *', suspend: true, retention: { maxAge: '7d' } }),
+      named('monthly', 'u2', { schedule: '0 3 1 * *', retention: { maxAge: '7d' } }),
+      named('kept', 'u3', { schedule: '0 3 1 * *', suspend: true, retention: { keepLast: 3 } }),
     ]);
+    const looks = () =>
+      events.filter((e) => e.type === EventType.retentionTick).map((e) => e.subject?.split('/').at(-1));
     await ticks.checkSchedules();
-    now.t = at('2026-11-22T12:59:59Z');
-    await ticks.checkSchedules();
-    expect(events.map((e) => [e.subject, e.data])).toEqual([
-      ['namespaces/ns/backupschedules/nightly', expect.objectContaining({ look: 'retention' })],
-      ['namespaces/ns/backupschedules/monthly', expect.objectContaining({ look: 'retention' })],
-    ]);
-    now.t = at('2026-11-22T13:00:00Z');
-    await ticks.checkSchedules();
-    expect(events).toHaveLength(4);
-    // The period's id: a second watcher's look in the same hour is a duplicate the stream drops.
+    expect(looks().sort()).toEqual(['monthly', 'nightly']);
+    // Minute by minute for an hour: one more look each, at its own minute.
+    const minutes: Record<string, number> = {};
+    for (let m = 1; m <= 60; m++) {
+      now.t = new Date(at('2026-11-22T12:00:00Z').getTime() + m * 60_000);
+      const before = looks().length;
+      await ticks.checkSchedules();
+      for (const name of looks().slice(before)) minutes[name ?? ''] = m;
+    }
+    expect(looks()).toHaveLength(4);
+    expect(minutes.nightly).not.toBe(minutes.monthly);
+    expect(events.every((e) => e.type === EventType.retentionTick)).toBe(true);
+    // The period's id: a second watcher's look in the same period is a duplicate the stream drops.
     const other = setup(now);
     other.ticks.list('BackupSchedule', [
-      schedule({ schedule: '0 3 1 * *', suspend: true, retention: { maxAge: '7d' } }),
+      named('nightly', 'u1', { schedule: '0 3 1 * *', suspend: true, retention: { maxAge: '7d' } }),
     ]);
     await other.ticks.checkSchedules();
-    expect(other.events[0]?.id).toBe(events[2]?.id);
+    const last = events.filter((e) => e.subject?.endsWith('/nightly')).at(-1);
+    expect(other.events[0]?.id).toBe(last?.id);
   });
 
   it('counts a changed cron or zone from the change: no fire of the new one before it', async () => {

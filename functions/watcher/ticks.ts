@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EventPublisher } from '../../shared/bus/types.ts';
 import { ENGINES } from '../../shared/engines/index.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -42,6 +43,10 @@ export const dueFires = (cron: Cron, timeZone: string, after: Date, now: Date, c
 };
 
 const toDate = (v: string | Date | undefined) => (v ? new Date(v) : undefined);
+
+/** Where in each period a schedule's retention look falls: spread by its uid, the same everywhere. */
+export const offsetOf = (uid: string, periodMs: number) =>
+  Number(BigInt(`0x${createHash('sha256').update(uid).digest('hex').slice(0, 12)}`) % BigInt(periodMs));
 
 /** Cluster kinds whose engine wants health ticks. */
 const TICKED = new Set(ENGINES.filter((e) => e.healthTicks).map((e) => e.cluster.kind));
@@ -97,21 +102,6 @@ export const createTicks = (o: TicksOptions) => {
     try {
       for (const [uid, s] of schedules) {
         const spec = s.obj.spec ?? {};
-        // maxAge prunes with time alone, suspended or between rare runs: a look every period,
-        // which the schedule function takes as no run (its id is the period's: one per period).
-        const period = Math.floor(now.getTime() / lookMs);
-        if (spec.retention?.maxAge && s.looked !== period) {
-          await publish(
-            tickEvent(o.source, EventType.scheduleTick, 'BackupSchedule', s.obj, `retention-${period}`, {
-              look: 'retention',
-            }),
-          ).then(
-            () => {
-              s.looked = period;
-            },
-            (error: unknown) => o.log.debug('retention look not published', { uid, error }),
-          );
-        }
         if (spec.suspend || !spec.schedule) {
           s.lastFired = now; // resuming does not replay the suspended period
           continue;
@@ -148,8 +138,30 @@ export const createTicks = (o: TicksOptions) => {
           o.log.debug('schedule not ticked', { uid, error });
         }
       }
+      await retentionLooks(now);
     } finally {
       scheduleBusy = false;
+    }
+  };
+
+  /**
+   * maxAge prunes with time alone, while suspended or between rare runs: a retention look per
+   * schedule with maxAge every period, after the runs' ticks, at an offset of its own within the
+   * period (so that looks do not all come at the top of the hour); its id is the period's.
+   */
+  const retentionLooks = async (now: Date) => {
+    for (const [uid, s] of schedules) {
+      if (!s.obj.spec?.retention?.maxAge) continue;
+      const period = Math.floor((now.getTime() - offsetOf(uid, lookMs)) / lookMs);
+      if (s.looked === period) continue;
+      await publish(
+        tickEvent(o.source, EventType.retentionTick, 'BackupSchedule', s.obj, String(period)),
+      ).then(
+        () => {
+          s.looked = period;
+        },
+        (error: unknown) => o.log.debug('retention look not published', { uid, error }),
+      );
     }
   };
 

@@ -5,6 +5,8 @@ export const EventType = {
   deleted: 'dev.tideway.resource.deleted',
   synced: 'dev.tideway.resource.synced',
   scheduleTick: 'dev.tideway.tick.schedule',
+  /** A look at a schedule's retention between its runs: no run (its own type, so it never stands in for a tick). */
+  retentionTick: 'dev.tideway.tick.retention',
   healthTick: 'dev.tideway.tick.health',
   backupCompleted: 'dev.tideway.backup.completed',
   backupFailed: 'dev.tideway.backup.failed',
