@@ -318,24 +318,53 @@ describe('a changed cron or time zone', () => {
     expect(k.backups()).toHaveLength(1);
   });
 
-  it('makes no run, late or not, of a fire before the change', async () => {
+  it('counts from when the change was written, though the function saw it later (it was down)', async () => {
     const at = thisMinute();
-    const { k, status } = changed(new Date(at.getTime() + 4 * 3_600_000), '0 */6 * * *');
-    const before = structuredClone(status());
-    // The watcher ticked a fire of the new cron from before the change, four hours ago.
-    Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 4 * 3_600_000) });
-    await handler(
-      eventOf(
-        EventType.scheduleTick,
-        'BackupSchedule',
-        'nightly',
-        { scheduledTime: at.toISOString() },
-        'sched-uid',
-      ),
-      k.ctx,
-    );
-    expect(status()).toMatchObject({ missedRuns: 0, lastScheduleTime: before.lastScheduleTime });
-    expect(k.backups()).toEqual([]);
-    expect(k.calls.filter((c) => c.startsWith('create'))).toEqual([]);
+    const { k, status } = changed(at, '* * * * *');
+    // Written ten minutes before the run, by a user's kubectl; the function was down meanwhile.
+    const s = k.get('backupschedules', 'nightly') as { metadata: Record<string, unknown> };
+    s.metadata.managedFields = [
+      {
+        manager: 'kubectl-edit',
+        operation: 'Update',
+        time: new Date(at.getTime() - 10 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        fieldsV1: { 'f:spec': { 'f:schedule': {} } },
+      },
+      {
+        manager: 'tideway',
+        operation: 'Update',
+        subresource: 'status',
+        time: new Date(at.getTime() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        fieldsV1: { 'f:status': { 'f:schedule': {} } },
+      },
+    ];
+    await tick(k, at);
+    // The nine fires of the new cron between the change and this run, not 1,200 since the last.
+    expect(status()).toMatchObject({
+      missedRuns: 9,
+      lastScheduleTime: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
+    expect(k.backups()).toHaveLength(1);
+  });
+
+  it('handles a fire due before the change as it was due, under the schedule then in force', async () => {
+    const at = thisMinute();
+    const { k, status } = changed(at, '*/5 * * * *');
+    // The old cron's run was ticked, and the cron edited a second later, before the run was handled.
+    const s = k.get('backupschedules', 'nightly') as { metadata: Record<string, unknown> };
+    s.metadata.managedFields = [
+      {
+        manager: 'kubectl-edit',
+        operation: 'Update',
+        time: new Date(at.getTime() + 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        fieldsV1: { 'f:spec': { 'f:schedule': {} } },
+      },
+    ];
+    await tick(k, at);
+    expect(status()).toMatchObject({
+      missedRuns: 0,
+      lastScheduleTime: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
+    expect(k.backups()).toHaveLength(1);
   });
 });

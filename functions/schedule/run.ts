@@ -127,21 +127,55 @@ export const decideRun = (i: RunInput): RunDecision => {
 /** The schedule a status was brought up to date with, and since when it holds (status.schedule). */
 export type ScheduleRecord = { expression: string; timeZone: string; since: string };
 
+/** What the API server records of who wrote which fields, and when (metadata.managedFields). */
+type ManagedField = { time?: string; fieldsV1?: Record<string, unknown> };
+
+/** When spec.schedule or spec.timeZone was last written, as the API server's field managers say. */
+export const scheduleWrittenAt = (fields: readonly ManagedField[] | undefined): string | undefined => {
+  let latest: string | undefined;
+  for (const m of fields ?? []) {
+    const spec = m.fieldsV1?.['f:spec'] as Record<string, unknown> | undefined;
+    if (!m.time || !spec) continue; // status writes own no spec field
+    if (!('f:schedule' in spec || 'f:timeZone' in spec)) continue;
+    if (!latest || new Date(m.time) > new Date(latest)) latest = m.time;
+  }
+  return latest;
+};
+
 /**
  * The schedule as the spec says now, and since when: the recorded one while it is the same; one
- * changed since took effect now (when first seen); with none recorded (a status of an earlier
- * version), since the last run handled, or the schedule's creation. Fires of a schedule before it
- * took effect never existed: a new cron's fires since the old one last ran are neither due runs
- * nor missed ones.
+ * changed since, from when its fields were written (`writtenAt`; else now, when first seen); with
+ * none recorded (a status of an earlier version), since the last run handled, or the schedule's
+ * creation. Missed runs are counted from then: a new cron's fires before the change never
+ * existed.
  */
 export const currentSchedule = (
   spec: { schedule: string; timeZone?: string | undefined },
   status: { schedule?: ScheduleRecord | undefined; lastScheduleTime?: string | undefined } | undefined,
-  o: { now: string; created: string },
+  o: { now: string; created: string; writtenAt?: string | undefined },
 ): ScheduleRecord => {
   const expression = spec.schedule;
   const timeZone = spec.timeZone || 'UTC';
   const r = status?.schedule;
   if (r && r.expression === expression && r.timeZone === timeZone) return r;
-  return { expression, timeZone, since: r ? o.now : (status?.lastScheduleTime ?? o.created) };
+  return {
+    expression,
+    timeZone,
+    since: r ? (o.writtenAt ?? o.now) : (status?.lastScheduleTime ?? o.created),
+  };
 };
+
+/** currentSchedule of a BackupSchedule as read. */
+export const scheduleInForce = (
+  schedule: {
+    spec: { schedule: string; timeZone?: string | undefined };
+    status?: Parameters<typeof currentSchedule>[1];
+    metadata: { creationTimestamp?: string | undefined; managedFields?: unknown };
+  },
+  now: string,
+) =>
+  currentSchedule(schedule.spec, schedule.status, {
+    now,
+    created: schedule.metadata.creationTimestamp ?? now,
+    writtenAt: scheduleWrittenAt(schedule.metadata.managedFields as ManagedField[] | undefined),
+  });

@@ -13,7 +13,7 @@ import {
   listScheduleBackups,
   releaseFromOwner,
 } from './kube.ts';
-import { currentSchedule } from './run.ts';
+import { scheduleInForce } from './run.ts';
 import { type OwnedBackup, ownedBackupOf, readyCondition, retentionCondition, summarize } from './summary.ts';
 
 type SyncOptions = {
@@ -166,10 +166,7 @@ export const sync = async (o: SyncOptions) => {
         ...(summary.active.length > 0 ? { active: summary.active } : {}),
         ...(summary.lastSuccessfulBackup ? { lastSuccessfulBackup: summary.lastSuccessfulBackup } : {}),
         ...(next instanceof Date ? { nextScheduleTime: rfc3339(next) } : {}),
-        schedule: currentSchedule(spec, s, {
-          now: rfc3339(now),
-          created: schedule.metadata.creationTimestamp ?? rfc3339(now),
-        }),
+        schedule: scheduleInForce({ ...schedule, status: s }, rfc3339(now)),
         conditions,
       };
     },

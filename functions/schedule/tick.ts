@@ -21,7 +21,7 @@ import {
   listScheduleBackups,
 } from './kube.ts';
 import { backupName } from './names.ts';
-import { countFrom, currentSchedule, decideRun, RunReason, type Tick } from './run.ts';
+import { countFrom, decideRun, RunReason, scheduleInForce, type Tick } from './run.ts';
 import { isActive, ownedBackupOf } from './summary.ts';
 
 const zTick = z.looseObject({
@@ -64,15 +64,10 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
   const nextAfter = fireAfter(clock, at);
   if (nextAfter === undefined || (last && at <= last)) return; // no valid schedule now, or handled
 
-  // A fire of this schedule from before it took effect (the cron or zone was changed since): it
-  // never existed under the schedule that was in force, so it is neither a run nor a missed one.
-  const since = new Date(
-    currentSchedule(spec, schedule.status, {
-      now: rfc3339(now),
-      created: schedule.metadata.creationTimestamp ?? rfc3339(at),
-    }).since,
-  );
-  if (at < since) return;
+  // Fires of the schedule in force from before it took effect (its cron or zone changed since)
+  // never existed: not counted as missed. The run itself is handled as it was due, whatever its
+  // cron: one due before the change was due under the schedule then in force.
+  const since = new Date(scheduleInForce(schedule, rfc3339(now)).since);
 
   const namespace = schedule.metadata.namespace ?? '';
   const name = backupName(schedule.metadata.name, at);
