@@ -50,3 +50,21 @@ export const firesBetween = (clock: ScheduleClock, after: Date, before: Date): n
   const due = dueFires(clock.cron, clock.timeZone, after, new Date(before.getTime() - 1));
   return due ? due.missed + 1 : 0;
 };
+
+/**
+ * Whether `at` is a fire of the schedule a status records (`status.schedule`) while the spec
+ * says another: a run that was due under the schedule in force before a change.
+ */
+export const firedUnder = (
+  recorded: { expression: string; timeZone: string } | undefined,
+  spec: Pick<BackupScheduleSpec, 'schedule' | 'timeZone'>,
+  at: Date,
+): boolean => {
+  if (!recorded || (recorded.expression === spec.schedule && recorded.timeZone === (spec.timeZone || 'UTC')))
+    return false;
+  const fire = fireAfter(
+    readClock({ schedule: recorded.expression, timeZone: recorded.timeZone }),
+    new Date(at.getTime() - 1),
+  );
+  return fire instanceof Date && fire.getTime() === at.getTime();
+};

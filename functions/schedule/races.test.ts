@@ -285,14 +285,14 @@ describe('a Backup that cannot be released from the owner reference', () => {
 
 describe('a changed cron or time zone', () => {
   /** nightly, once `0 3 * * *` (recorded), now `schedule`; its last run 20 hours before `at`. */
-  const changed = (at: Date, schedule: string) => {
+  const changed = (at: Date, schedule: string, old = '0 3 * * *') => {
     const k = fakeKube();
     const s = scheduleObj({ schedule });
     const long = new Date(at.getTime() - 30 * 86_400_000).toISOString();
     s.status = {
       lastScheduleTime: new Date(at.getTime() - 20 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
       missedRuns: 0,
-      schedule: { expression: '0 3 * * *', timeZone: 'UTC', since: long },
+      schedule: { expression: old, timeZone: 'UTC', since: long },
       conditions: [
         { type: 'Ready', status: 'True', reason: 'Scheduled', message: '', lastTransitionTime: long },
       ],
@@ -347,24 +347,49 @@ describe('a changed cron or time zone', () => {
     expect(k.backups()).toHaveLength(1);
   });
 
-  it('handles a fire due before the change as it was due, under the schedule then in force', async () => {
-    const at = thisMinute();
-    const { k, status } = changed(at, '*/5 * * * *');
-    // The old cron's run was ticked, and the cron edited a second later, before the run was handled.
+  const writtenAt = (k: ReturnType<typeof fakeKube>, t: Date) => {
     const s = k.get('backupschedules', 'nightly') as { metadata: Record<string, unknown> };
     s.metadata.managedFields = [
       {
         manager: 'kubectl-edit',
         operation: 'Update',
-        time: new Date(at.getTime() + 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        time: t.toISOString().replace(/\.\d{3}Z$/, 'Z'),
         fieldsV1: { 'f:spec': { 'f:schedule': {} } },
       },
     ];
+  };
+
+  it('handles a fire of the earlier schedule ticked before the change as it was due', async () => {
+    const at = thisMinute();
+    // Every minute until a second after this run was ticked, then once a day.
+    const { k, status } = changed(at, '0 3 * * *', '* * * * *');
+    writtenAt(k, new Date(at.getTime() + 1000));
     await tick(k, at);
     expect(status()).toMatchObject({
       missedRuns: 0,
       lastScheduleTime: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
     });
     expect(k.backups()).toHaveLength(1);
+  });
+
+  it('makes no run of a fire of the new cron from before the change (a new watcher ticked it)', async () => {
+    const at = thisMinute();
+    // Once a day until ten minutes after this minute, then every minute: this minute never fired.
+    const { k, status } = changed(at, '* * * * *');
+    writtenAt(k, new Date(at.getTime() + 10 * 60_000));
+    const before = structuredClone(status());
+    Object.assign(k.ctx, { clock: () => new Date(at.getTime() + 11 * 60_000) });
+    await handler(
+      eventOf(
+        EventType.scheduleTick,
+        'BackupSchedule',
+        'nightly',
+        { scheduledTime: at.toISOString() },
+        'sched-uid',
+      ),
+      k.ctx,
+    );
+    expect(status()).toMatchObject({ missedRuns: 0, lastScheduleTime: before.lastScheduleTime });
+    expect(k.backups()).toEqual([]);
   });
 });

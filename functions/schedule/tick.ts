@@ -12,7 +12,7 @@ import {
 import type { EventRecorder } from '../../shared/kube/events.ts';
 import { rfc3339 } from '../../shared/kube/time.ts';
 import { type HandlerContext, TerminalError } from '../../shared/runtime/handler.ts';
-import { fireAfter, firesBetween, type ScheduleClock } from './clock.ts';
+import { fireAfter, firedUnder, firesBetween, type ScheduleClock } from './clock.ts';
 import {
   clusterExists,
   createBackup,
@@ -65,9 +65,10 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
   if (nextAfter === undefined || (last && at <= last)) return; // no valid schedule now, or handled
 
   // Fires of the schedule in force from before it took effect (its cron or zone changed since)
-  // never existed: not counted as missed. The run itself is handled as it was due, whatever its
-  // cron: one due before the change was due under the schedule then in force.
+  // never existed: neither runs nor missed ones. A tick from before the change is a run only as a
+  // fire of the schedule then in force, while the status still records that one.
   const since = new Date(scheduleInForce(schedule, rfc3339(now)).since);
+  if (at < since && !firedUnder(schedule.status?.schedule, spec, at)) return;
 
   const namespace = schedule.metadata.namespace ?? '';
   const name = backupName(schedule.metadata.name, at);

@@ -11,7 +11,11 @@ import type { KubeObj } from './kinds.ts';
 type Schedule = KubeObj & {
   metadata?: KubeObj['metadata'] & { creationTimestamp?: string | Date };
   spec?: { schedule?: string; timeZone?: string; suspend?: boolean; retention?: { maxAge?: string } };
-  status?: { lastScheduleTime?: string };
+  status?: {
+    lastScheduleTime?: string;
+    /** The schedule in force and since when (the schedule function's record). */
+    schedule?: { expression?: string; timeZone?: string; since?: string };
+  };
 };
 
 export type TicksOptions = {
@@ -43,6 +47,9 @@ export const dueFires = (cron: Cron, timeZone: string, after: Date, now: Date, c
 };
 
 const toDate = (v: string | Date | undefined) => (v ? new Date(v) : undefined);
+
+const latestOf = (first: Date, ...others: (Date | undefined)[]) =>
+  others.reduce<Date>((a, b) => (b && b > a ? b : a), first);
 
 /** Where in each period a schedule's retention look falls: spread by its uid, the same everywhere. */
 export const offsetOf = (uid: string, periodMs: number) =>
@@ -112,7 +119,12 @@ export const createTicks = (o: TicksOptions) => {
           s.seen ??= now;
           const created = toDate(s.obj.metadata?.creationTimestamp) ?? s.seen;
           const last = toDate(s.obj.status?.lastScheduleTime);
-          const after = s.lastFired ?? (last && last > created ? last : created);
+          // Not before the schedule in force took effect, as recorded: a new leader must not tick
+          // a fire of a changed cron from before the change.
+          const r = s.obj.status?.schedule;
+          const since =
+            r?.expression === spec.schedule && r?.timeZone === timeZone ? toDate(r?.since) : undefined;
+          const after = s.lastFired ?? latestOf(created, last, since);
           // The next fire is searched for once per change of schedule, zone or last fire, not
           // every check: for a rare schedule that search walks years of days.
           const key = `${spec.schedule}\n${timeZone}\n${after.getTime()}`;
@@ -153,6 +165,8 @@ export const createTicks = (o: TicksOptions) => {
     for (const [uid, s] of schedules) {
       if (!s.obj.spec?.retention?.maxAge) continue;
       const period = Math.floor((now.getTime() - offsetOf(uid, lookMs)) / lookMs);
+      // First seen (a watcher starting): at its own offset, not all at once ahead of the ticks.
+      s.looked ??= period;
       if (s.looked === period) continue;
       await publish(
         tickEvent(o.source, EventType.retentionTick, 'BackupSchedule', s.obj, String(period)),
