@@ -318,36 +318,8 @@ describe('a changed cron or time zone', () => {
     expect(k.backups()).toHaveLength(1);
   });
 
-  it('counts from when the change was written, though the function saw it later (it was down)', async () => {
-    const at = thisMinute();
-    const { k, status } = changed(at, '* * * * *');
-    // Written ten minutes before the run, by a user's kubectl; the function was down meanwhile.
-    const s = k.get('backupschedules', 'nightly') as { metadata: Record<string, unknown> };
-    s.metadata.managedFields = [
-      {
-        manager: 'kubectl-edit',
-        operation: 'Update',
-        time: new Date(at.getTime() - 10 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        fieldsV1: { 'f:spec': { 'f:schedule': {} } },
-      },
-      {
-        manager: 'tideway',
-        operation: 'Update',
-        subresource: 'status',
-        time: new Date(at.getTime() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        fieldsV1: { 'f:status': { 'f:schedule': {} } },
-      },
-    ];
-    await tick(k, at);
-    // The nine fires of the new cron between the change and this run, not 1,200 since the last.
-    expect(status()).toMatchObject({
-      missedRuns: 9,
-      lastScheduleTime: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    });
-    expect(k.backups()).toHaveLength(1);
-  });
-
-  const writtenAt = (k: ReturnType<typeof fakeKube>, t: Date) => {
+  /** spec.schedule written at `t` (by a user's kubectl), and what else the API server recorded. */
+  const writtenAt = (k: ReturnType<typeof fakeKube>, t: Date, more: object[] = []) => {
     const s = k.get('backupschedules', 'nightly') as { metadata: Record<string, unknown> };
     s.metadata.managedFields = [
       {
@@ -356,8 +328,31 @@ describe('a changed cron or time zone', () => {
         time: t.toISOString().replace(/\.\d{3}Z$/, 'Z'),
         fieldsV1: { 'f:spec': { 'f:schedule': {} } },
       },
+      ...more,
     ];
   };
+
+  it('counts from when the change was written, though the function saw it later (it was down)', async () => {
+    const at = thisMinute();
+    const { k, status } = changed(at, '* * * * *');
+    // Written ten minutes before the run, by a user's kubectl; the function was down meanwhile.
+    writtenAt(k, new Date(at.getTime() - 10 * 60_000), [
+      {
+        manager: 'tideway',
+        operation: 'Update',
+        subresource: 'status',
+        time: new Date(at.getTime() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        fieldsV1: { 'f:status': { 'f:schedule': {} } },
+      },
+    ]);
+    await tick(k, at);
+    // The nine fires of the new cron between the change and this run, not 1,200 since the last.
+    expect(status()).toMatchObject({
+      missedRuns: 9,
+      lastScheduleTime: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
+    expect(k.backups()).toHaveLength(1);
+  });
 
   it('handles a fire of the earlier schedule ticked before the change as it was due', async () => {
     const at = thisMinute();
