@@ -30,6 +30,18 @@ describe('parseRequest', () => {
     expect(parseRequest(new Headers(), bytes(''), REQUEST_TYPES.Backup)).toEqual({ data: undefined });
   });
 
+  it('refuses a compressed body by its encoding, not as malformed JSON', () => {
+    for (const encoding of ['gzip', 'br', 'deflate, gzip']) {
+      const h = new Headers({ 'content-type': 'application/json', 'content-encoding': encoding });
+      expect(
+        codeOf(() => parseRequest(h, bytes('\x1f\x8b'), REQUEST_TYPES.Backup)),
+        encoding,
+      ).toBe('UnsupportedContentType');
+    }
+    const plain = new Headers({ 'content-type': 'application/json', 'content-encoding': 'identity' });
+    expect(parseRequest(plain, bytes('{}'), REQUEST_TYPES.Backup)).toEqual({ data: {} });
+  });
+
   it('reads CloudEvents the SDK writes, in binary and structured mode', () => {
     for (const mode of ['binary', 'structured'] as const) {
       const m = sdk(mode, {

@@ -87,6 +87,12 @@ const attributes = (raw: Record<string, unknown>, expected: RequestType, mode: C
  * Runs after the signature check: the signature covers the raw body whatever its mode.
  */
 export const parseRequest = (headers: Headers, body: Uint8Array, expected: RequestType): ParsedRequest => {
+  const encoding = headers.get('content-encoding')?.trim().toLowerCase();
+  if (encoding && encoding !== 'identity')
+    throw new WebhookError(
+      'UnsupportedContentType',
+      `content-encoding ${encoding.slice(0, 40)} is not accepted: send the JSON body uncompressed (it is a few hundred bytes)`,
+    );
   const contentType = mediaType(headers.get('content-type'));
   if (contentType === BATCH)
     throw new WebhookError(
