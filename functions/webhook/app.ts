@@ -138,7 +138,8 @@ export const createApp = (d: AppDeps) => {
       try {
         await limitBody(c, next);
       } catch (error) {
-        if (error instanceof WebhookError) throw error;
+        // Only the body stream's own failures: anything else (not an Error) is not ours to name.
+        if (error instanceof WebhookError || !(error instanceof Error)) throw error;
         throw incompleteBody(error);
       }
     },

@@ -24,3 +24,33 @@ describe('secretKeys', () => {
     expect(answers).toHaveLength(3);
   });
 });
+
+describe('secretKeys after a rotation', () => {
+  it('reads the Secret afresh for a failed signature, not joining a read begun before the rotation', async () => {
+    const k1 = `whsec_${randomBytes(32).toString('base64')}`;
+    const k2 = `whsec_${randomBytes(32).toString('base64')}`;
+    let current = k1;
+    const pending: (() => void)[] = [];
+    let slow = false;
+    const kube = {
+      webhookSecret: () => {
+        const value = current; // what the API server holds when the read begins
+        return slow
+          ? new Promise<string>((resolve) => pending.push(() => resolve(value)))
+          : Promise.resolve(value);
+      },
+    } as unknown as WebhookKube;
+    const keys = secretKeys(kube);
+    await keys.key('ns', 0);
+    // A request with a bad signature at 2 s starts a read, which is slow; the secret rotates.
+    slow = true;
+    const first = keys.refresh('ns', 2000);
+    current = k2;
+    slow = false;
+    // A request signed with the new secret fails on the cached key and looks again.
+    const fresh = await keys.refresh('ns', 2001);
+    expect(fresh?.toString('base64')).toBe(k2.slice(6));
+    for (const resolve of pending) resolve();
+    await first;
+  });
+});

@@ -68,7 +68,8 @@ export const secretKeys = (
     refresh: async (namespace, now) => {
       const hit = cache.get(namespace);
       if (hit && now - hit.at < 1000) return undefined;
-      const key = await load(namespace, now);
+      // A read of its own: one already under way may have begun before a rotation.
+      const key = await read(namespace, now);
       return key instanceof Buffer ? key : undefined;
     },
   };
