@@ -1,4 +1,5 @@
 import type { BackupScheduleSpec } from '../../shared/api/generated.ts';
+import { recordsSchedule } from '../../shared/api/schedule.ts';
 import { type Cron, nextFire, parseCron } from '../watcher/cron.ts';
 import { dueFires } from '../watcher/ticks.ts';
 
@@ -60,8 +61,7 @@ export const firedUnder = (
   spec: Pick<BackupScheduleSpec, 'schedule' | 'timeZone'>,
   at: Date,
 ): boolean => {
-  if (!recorded || (recorded.expression === spec.schedule && recorded.timeZone === (spec.timeZone || 'UTC')))
-    return false;
+  if (!recorded || recordsSchedule(recorded, spec)) return false;
   const fire = fireAfter(
     readClock({ schedule: recorded.expression, timeZone: recorded.timeZone }),
     new Date(at.getTime() - 1),

@@ -1,3 +1,4 @@
+import { recordsSchedule } from '../../shared/api/schedule.ts';
 /** What the watcher's schedule tick says: a run is due (and how many fires it folded in). */
 export type Tick = { scheduledTime: Date; missedBefore: number };
 
@@ -154,13 +155,11 @@ export const currentSchedule = (
   status: { schedule?: ScheduleRecord | undefined; lastScheduleTime?: string | undefined } | undefined,
   o: { now: string; created: string; writtenAt?: string | undefined },
 ): ScheduleRecord => {
-  const expression = spec.schedule;
-  const timeZone = spec.timeZone || 'UTC';
   const r = status?.schedule;
-  if (r && r.expression === expression && r.timeZone === timeZone) return r;
+  if (r && recordsSchedule(r, spec)) return r;
   return {
-    expression,
-    timeZone,
+    expression: spec.schedule,
+    timeZone: spec.timeZone || 'UTC',
     since: r ? (o.writtenAt ?? o.now) : (status?.lastScheduleTime ?? o.created),
   };
 };

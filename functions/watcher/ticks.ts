@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { recordsSchedule } from '../../shared/api/schedule.ts';
 import type { EventPublisher } from '../../shared/bus/types.ts';
 import { ENGINES } from '../../shared/engines/index.ts';
 import { EventType } from '../../shared/events/types.ts';
@@ -74,7 +75,7 @@ export const createTicks = (o: TicksOptions) => {
   const clusters = new Map<string, { kind: string; obj: KubeObj }>();
   const schedules = new Map<
     string,
-    { obj: Schedule; lastFired?: Date; seen?: Date; plan?: Plan; looked?: number }
+    { obj: Schedule; lastFired?: Date; seen?: Date; plan?: Plan; looked?: number; offset?: number }
   >();
   const lookMs = o.retentionLookMs ?? 3_600_000;
   let healthBusy = false;
@@ -122,8 +123,7 @@ export const createTicks = (o: TicksOptions) => {
           // Not before the schedule in force took effect, as recorded: a new leader must not tick
           // a fire of a changed cron from before the change.
           const r = s.obj.status?.schedule;
-          const since =
-            r?.expression === spec.schedule && r?.timeZone === timeZone ? toDate(r?.since) : undefined;
+          const since = recordsSchedule(r, spec) ? toDate(r?.since) : undefined;
           const after = s.lastFired ?? latestOf(created, last, since);
           // The next fire is searched for once per change of schedule, zone or last fire, not
           // every check: for a rare schedule that search walks years of days.
@@ -164,7 +164,8 @@ export const createTicks = (o: TicksOptions) => {
   const retentionLooks = async (now: Date) => {
     for (const [uid, s] of schedules) {
       if (!s.obj.spec?.retention?.maxAge) continue;
-      const period = Math.floor((now.getTime() - offsetOf(uid, lookMs)) / lookMs);
+      s.offset ??= offsetOf(uid, lookMs); // a hash: once per schedule, not every check
+      const period = Math.floor((now.getTime() - s.offset) / lookMs);
       // First seen (a watcher starting): at its own offset, not all at once ahead of the ticks.
       s.looked ??= period;
       if (s.looked === period) continue;

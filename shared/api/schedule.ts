@@ -73,3 +73,13 @@ export const BACKUPSCHEDULE_CEL = {
     },
   ],
 } as const satisfies CelBlocks;
+
+/**
+ * Whether a BackupSchedule's `status.schedule` record is of the schedule its spec says now (the
+ * cron and zone; no zone is UTC). One rule for the watcher and the schedule function.
+ */
+export const recordsSchedule = (
+  record: { expression?: string | undefined; timeZone?: string | undefined } | undefined,
+  spec: { schedule?: string | undefined; timeZone?: string | undefined },
+): boolean =>
+  record !== undefined && record.expression === spec.schedule && record.timeZone === (spec.timeZone || 'UTC');
