@@ -15,6 +15,7 @@ import { type Instance, probeInstances } from '../../shared/rediscluster/probe.t
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 import { backupFreshness } from './freshness.ts';
 import { askForPasswordRotation } from './password-drift.ts';
+import { lookAtMarkedRestore } from './restore-look.ts';
 
 /** Probes answer within this, or count as unreachable: a tick must not wait on a dead host. */
 const PROBE_TIMEOUT_MS = 1000;
@@ -25,6 +26,8 @@ export type HealthPorts = {
   readAuth: (rc: RedisCluster) => Promise<Auth>;
   /** Asks reconcile to roll a new password, if the Secret holds one (a CloudEvent). */
   askForPasswordRotation: (rc: RedisCluster, auth: Auth, source: string) => Promise<boolean>;
+  /** Runs the Restore the cluster's Restoring condition names, if any (a CloudEvent; restore-look.ts). */
+  lookAtMarkedRestore: (rc: RedisCluster, source: string) => Promise<string | undefined>;
   /** The cluster's own pods. */
   listPods: (rc: RedisCluster) => Promise<V1Pod[]>;
   /** INFO of every pod, each bounded by a short timeout. */
@@ -52,6 +55,7 @@ export type HealthPorts = {
 export const realPorts = (ctx: HandlerContext): HealthPorts => ({
   readAuth: (rc) => readAuth(ctx.kube, rc, false),
   askForPasswordRotation: (rc, auth, source) => askForPasswordRotation(ctx, rc, auth, source),
+  lookAtMarkedRestore: (rc, source) => lookAtMarkedRestore(ctx, rc, source),
   listPods: (rc) => listPods(ctx.kube, rc),
   probeInstances: (cluster, pods, passwords) => probeInstances(cluster, pods, passwords, PROBE_TIMEOUT_MS),
   failOver: (o) =>

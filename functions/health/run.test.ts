@@ -7,6 +7,11 @@ import { fakeClusterStore } from '../../shared/rediscluster/fixture.ts';
 import { outageWatch } from '../../shared/rediscluster/health.ts';
 import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
 import type { Instance } from '../../shared/rediscluster/probe.ts';
+import {
+  markedRestore,
+  RESTORING_HOLD_MS,
+  restoringMessageFor,
+} from '../../shared/rediscluster/restoring.ts';
 import { done, retryAfter } from '../../shared/runtime/handler.ts';
 import type { HealthPorts } from './ports.ts';
 import { runHealth } from './run.ts';
@@ -76,17 +81,24 @@ const apiServer = (status: Status, meta: Partial<RedisCluster['metadata']> = {})
  * repeats); failOver does what the real one does to the record — master becomes decision.to by
  * compare-and-set on decision.from — unless told it lost the race.
  */
-const world = (probes: Instance[][], o: { lostRace?: boolean; auth?: Auth } = {}) => {
+const world = (probes: Instance[][], o: { lostRace?: boolean; auth?: Auth; writes?: () => number } = {}) => {
   const calls = {
     probes: [] as { cluster: string; passwords: readonly string[] }[],
     failOver: [] as Parameters<HealthPorts['failOver']>[0][],
     rotations: [] as { auth: Auth; source: string }[],
+    /** Restores looked at, with how many status writes had been made by then. */
+    looks: [] as { name: string | undefined; source: string; writesBefore: number }[],
   };
   const ports: HealthPorts = {
     readAuth: async () => o.auth ?? { desired: 'pw', applied: 'pw' },
     askForPasswordRotation: async (_rc, auth, source) => {
       calls.rotations.push({ auth, source });
       return auth.desired !== auth.applied;
+    },
+    lookAtMarkedRestore: async (rc, source) => {
+      const name = markedRestore(rc);
+      calls.looks.push({ name, source, writesBefore: o.writes?.() ?? 0 });
+      return name;
     },
     listPods: async () => [] as V1Pod[],
     probeInstances: async (cluster, _pods, passwords) => {
@@ -138,6 +150,7 @@ describe('runHealth', () => {
     expect(await healthProcess().run(api.load(), ports, 0)).toEqual(done);
     expect(calls.probes).toHaveLength(0);
     expect(calls.rotations).toHaveLength(0);
+    expect(calls.looks).toHaveLength(0);
     expect(api.writes).toHaveLength(0);
   });
 
@@ -245,6 +258,45 @@ describe('runHealth', () => {
     expect(healthy?.message).toMatch(/^no failover while a restore runs \(loading backup b1\); master r-0 /);
     // The outage stays on record: once the restore is over, the failover goes ahead at once.
     expect(api.stored.status.failover).toEqual({ masterUnreachableSince: at(0).toISOString() });
+  });
+
+  it('looks at the Restore its cluster’s Restoring mark names on every run, after the status is written, however old the mark', async () => {
+    // Given up mid-load, the Restore left the master following its feed, which is gone: the
+    // master answers as a replica. Only the Restore's own run settles that.
+    const followsFeed: Instance = {
+      ...replica(0, 100),
+      replication: { ...(replica(0, 100).replication as object), masterHost: '10.0.9.9', linkUp: false },
+    } as Instance;
+    for (const age of [60_000, RESTORING_HOLD_MS + 60_000]) {
+      const api = apiServer({
+        master: 'r-0',
+        conditions: [
+          {
+            type: 'Restoring',
+            status: 'True',
+            reason: 'Restoring',
+            message: `${restoringMessageFor('r1')}loads Backup b1 into r-0`,
+            lastTransitionTime: at(-age).toISOString(),
+          },
+        ],
+      } as Status);
+      const { ports, calls } = world([[followsFeed, replica(1, 100), replica(2, 100)]], {
+        writes: () => api.writes.length,
+      });
+      const p = healthProcess();
+      await p.run(api.load(), ports, 0);
+      await p.run(api.load(), ports, 2000);
+      expect(calls.looks).toEqual([
+        { name: 'r1', source: 'watcher', writesBefore: 1 },
+        // The second run found the status as it would write it: nothing written, still a look.
+        { name: 'r1', source: 'watcher', writesBefore: 1 },
+      ]);
+    }
+    // A cluster with no mark: no look.
+    const api = apiServer({ master: 'r-0' });
+    const { ports, calls } = world([serving()]);
+    await healthProcess().run(api.load(), ports, 0);
+    expect(calls.looks).toEqual([{ name: undefined, source: 'watcher', writesBefore: 0 }]);
   });
 
   it('assesses again when another run changed the master first (lost compare-and-set): nothing written', async () => {

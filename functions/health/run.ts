@@ -101,6 +101,8 @@ export const runHealth = async (
       ...(fresh.lastBackup ? { lastBackup: fresh.lastBackup } : {}),
     };
   });
+  // After the status is written: a look the bus refuses retries this run, never holds the status back.
+  await ports.lookAtMarkedRestore(rc, options.source);
   if (a.failover) return retryAfter(1000, 'FailedOver'); // see the new topology settle
   return a.recheckMs ? retryAfter(a.recheckMs, 'MasterUnreachable') : done;
 };

@@ -1,10 +1,8 @@
 import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
 import { historyIds } from '../../shared/rediscluster/promotion.ts';
+import { RESTORING, restoringMessageFor } from '../../shared/rediscluster/restoring.ts';
 import { type ClusterStatus, writeClusterStatus } from './kube.ts';
 import type { Run } from './run.ts';
-
-/** The RedisCluster condition that holds off failover, rollouts and other restores meanwhile. */
-export const RESTORING = 'Restoring';
 
 const set = (s: ClusterStatus, run: Run, status: 'True' | 'False', reason: string, message: string) => ({
   ...s,
@@ -15,9 +13,6 @@ const set = (s: ClusterStatus, run: Run, status: 'True' | 'False', reason: strin
     run.ctx.clock(),
   ),
 });
-
-/** `Restore <name>`: how the condition names its Restore (the deleted-Restore path looks for it). */
-export const restoringMessageFor = (restore: string) => `Restore ${restore} `;
 
 /** Restoring=True, naming the Restore, before the master's data is touched. */
 export const markRestoring = async (run: Run, what: string) => {

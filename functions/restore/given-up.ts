@@ -1,6 +1,6 @@
 import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
+import { RESTORING, restoringMessageFor } from '../../shared/rediscluster/restoring.ts';
 import { type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
-import { RESTORING, restoringMessageFor } from './cluster-status.ts';
 import { failRestore } from './finish.ts';
 import { lookAgain, SETTLE, settleLoad, VERDICT_WORDS } from './gone.ts';
 import type { Run } from './run.ts';

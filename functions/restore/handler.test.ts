@@ -1,6 +1,8 @@
 import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
+import type { RedisCluster } from '../../shared/api/generated.ts';
 import { memoryCustomObjects } from '../../shared/runtime/fixture.ts';
+import { lookAtMarkedRestore } from '../health/restore-look.ts';
 import { fakeContext, runningSafetyBackup } from './fixture.ts';
 import { lookAgain, SETTLE } from './gone.ts';
 import { handler } from './index.ts';
@@ -162,7 +164,17 @@ const world = (o: {
   const failProbes = () => {
     probesFail = true;
   };
-  return { ctx, event, status, state, published, restoring, deletedEarlier, failProbes };
+  /** Health's look at the Restore the cluster's mark names, as health publishes it. */
+  const look = async () => {
+    const events: CloudEvent<unknown>[] = [];
+    const rc = objects.get('redisclusters', 'main') as RedisCluster;
+    const publisher = {
+      publish: async (e: CloudEvent<unknown>) => ({ duplicate: false, seq: events.push(e) }),
+    };
+    await lookAtMarkedRestore({ clock: () => new Date('2026-11-27T08:00:00Z'), publisher }, rc, '/health');
+    return events;
+  };
+  return { ctx, event, look, status, state, published, restoring, deletedEarlier, failProbes };
 };
 
 /** A load of r1's backup into main-0, as its record keeps it. */
@@ -256,6 +268,31 @@ describe('the restore handler', () => {
     });
     expect(loading.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
     expect(loading.published).toEqual(['dev.tideway.restore.failed']);
+  });
+
+  it('runs on health’s look at the Restore its cluster’s mark names: one given up on is ended with no event of its own', async () => {
+    const w = world({
+      phase: 'Restoring',
+      condition: { reason: 'RetriesExhausted', message: 'gave up' },
+      marked: true,
+    });
+    const [look] = await w.look();
+    expect(await handler(look!, w.ctx)).toEqual({ kind: 'done' });
+    expect(w.status()).toMatchObject({ phase: 'Failed', error: { reason: 'RetriesExhausted' } });
+    expect(w.restoring()).toMatchObject({ status: 'False', reason: 'RestoreFailed' });
+    expect(w.published).toEqual(['dev.tideway.restore.failed']);
+  });
+
+  it('…a look at one that goes on is one run more of it; a look at one that is gone does nothing', async () => {
+    const going = world({ condition: waiting, marked: true });
+    const [look] = await going.look();
+    expect(await handler(look!, going.ctx)).toMatchObject({ kind: 'retry', reason: 'SafetyBackup' });
+    expect(going.status()).toMatchObject({ phase: 'SafetyBackup' });
+    const gone = world({ condition: waiting, marked: true, markedFor: 'r9' });
+    const [other] = await gone.look();
+    expect(await handler(other!, gone.ctx)).toEqual({ kind: 'done' });
+    expect(gone.status()).toMatchObject({ phase: 'SafetyBackup' });
+    expect(gone.published).toEqual([]);
   });
 
   it('given up on mid-load, settles the load its cluster’s mark names first: a target that does not answer is looked at again, the Restore left active', async () => {

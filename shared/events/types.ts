@@ -8,6 +8,12 @@ export const EventType = {
   /** A look at a schedule's retention between its runs: no run (its own type, so it never stands in for a tick). */
   retentionTick: 'dev.tideway.tick.retention',
   healthTick: 'dev.tideway.tick.health',
+  /**
+   * Health's look at the Restore a cluster's Restoring condition names (at most one a
+   * RESTORE_LOOK_MS): a run of it, so one the runtime gave up on mid-load is ended, its load
+   * settled, without waiting for a change of its own (status changes are no events).
+   */
+  restoreTick: 'dev.tideway.tick.restore',
   backupCompleted: 'dev.tideway.backup.completed',
   backupFailed: 'dev.tideway.backup.failed',
   restoreCompleted: 'dev.tideway.restore.completed',
