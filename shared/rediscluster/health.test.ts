@@ -369,8 +369,37 @@ describe('promotion: only a replica that holds the data', () => {
   it('never promotes a replica whose link to the master is still up: the master lives, cut off only from Tideway', () => {
     const a = assess(cluster(lost), [down(0), replica(1, 100), replica(2, 100)], now);
     expect(a.failover).toBeUndefined();
-    expect(a.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
-    expect(a.healthy.message).toContain('r-1 still has its link to a master up');
+    // Said as what it is: the master lives (before: NoSafeCandidate, naming r-1's link).
+    expect(a.healthy).toMatchObject({ reason: 'MasterCutOff' });
+    expect(a.healthy.message).toContain('but r-1 still replicates from it with its link up');
+  });
+
+  it('promotes no one while another replica still replicates from the master with its link up, however long the outage: the master lives', () => {
+    // Tideway and r-1 are cut off from r-0; r-2 is not, and r-0 goes on taking writes through it.
+    const partitioned = [down(0), replica(1, 90, 0, { linkDownSeconds: 6 }), replica(2, 120)];
+    const a = assess(cluster(lost), partitioned, now);
+    expect(a.failover).toBeUndefined();
+    expect(a.healthy).toMatchObject({ status: 'False', reason: 'MasterCutOff' });
+    expect(a.healthy.message).toMatch(/; but r-2 still replicates from it with its link up: it lives/);
+    expect(a.masterUnreachableSince).toBe(lost.failover?.masterUnreachableSince);
+    // Once that link is down too, the master is lost: the one that followed it longest takes over.
+    const gone = [
+      down(0),
+      replica(1, 90, 0, { linkDownSeconds: 6 }),
+      replica(2, 120, 0, { linkDownSeconds: 1 }),
+    ];
+    expect(assess(cluster(lost), gone, now).failover).toEqual({
+      from: 'r-0',
+      to: 'r-2',
+      reason: 'MasterUnreachable',
+    });
+    // A link up to another address says nothing of the master (r-2 follows r-1 here).
+    const elsewhere = [down(0), replica(1, 90, 0, { linkDownSeconds: 6 }), replica(2, 80, 1)];
+    expect(assess(cluster(lost), elsewhere, now).failover).toEqual({
+      from: 'r-0',
+      to: 'r-1',
+      reason: 'MasterUnreachable',
+    });
   });
 
   it('records the history of a serving master', () => {

@@ -46,6 +46,20 @@ export const masterBehind = (instances: readonly Instance[], m: Instance | undef
   );
 };
 
+/** An instance that replicates from `m`, at its address, with its link up: `m` lives. */
+const fedBy = (instances: readonly Instance[], m: Instance | undefined) =>
+  m?.ip
+    ? instances.find(
+        (i) =>
+          i !== m &&
+          answers(i) &&
+          i.replication?.role === 'replica' &&
+          i.replication.linkUp &&
+          i.replication.masterHost === m.ip &&
+          i.replication.masterPort === REDIS_PORT,
+      )
+    : undefined;
+
 /** A monotonic clock in milliseconds: it never jumps with the wall clock (performance.now). */
 export type Monotonic = () => number;
 
@@ -144,7 +158,11 @@ export const assessHealth = (
       masterDownSeconds: Math.max(downMs, recordedMs, silentMs) / 1000,
       ...(ahead ? { masterOffset: m?.replication?.offset ?? 0 } : {}),
     });
-    const candidate = safe[0];
+    // A replica still replicating from the master with its link up: the master lives and serves
+    // it, cut off from Tideway only (a partition). Whichever replica took over, the master would
+    // go on taking writes beside it — two masters, and the writes of one lost when they meet.
+    const fed = ahead ? undefined : fedBy(instances, m);
+    const candidate = fed ? undefined : safe[0];
     const healthy = (reason: string, message: string): ConditionInput => ({
       type: 'Healthy',
       status: 'False',
@@ -156,6 +174,14 @@ export const assessHealth = (
       : `master ${masterName} unreachable for ${(downMs / 1000).toFixed(1)}s${m?.error ? ` (${m.error})` : ''}`;
     const base = { masterUnreachableSince: start };
     const lost = ahead ? 'MasterBehind' : 'MasterUnreachable';
+    if (fed)
+      return {
+        ...base,
+        healthy: healthy(
+          'MasterCutOff',
+          `${down}; but ${fed.pod} still replicates from it with its link up: it lives, cut off from Tideway only, and no replica takes over while it feeds one (two masters would take writes)`,
+        ),
+      };
     // Failover off is a person's decision to make: say which one they have.
     if (!enabled)
       return {
