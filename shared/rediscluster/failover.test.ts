@@ -92,6 +92,8 @@ type Scenario = {
   target?: 'restarted' | 'unreachable';
   /** status.master as the API server holds it (another promotion got there first). */
   recorded?: string;
+  /** The instances as probed, when not the default four. */
+  instances?: Instance[];
 };
 
 /**
@@ -101,6 +103,7 @@ type Scenario = {
  * every check from then on fails, as a lost lock stays lost.
  */
 const run = async (s: Scenario = {}, lapse: { atCheck?: number; atStep?: number } = {}) => {
+  const probed = s.instances ?? instances;
   const trace: string[] = [];
   const lease = { lost: false, checks: 0, steps: 0 };
   const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -171,7 +174,7 @@ const run = async (s: Scenario = {}, lapse: { atCheck?: number; atStep?: number 
           if (cmd === 'INFO') {
             const runId =
               pod === 'r-1' && nth === 2 && s.target === 'restarted' ? 'run-1b' : `run-${pod.slice(2)}`;
-            return replicaInfo(Number(instances.find((i) => i.pod === pod)?.replication?.offset), runId);
+            return replicaInfo(Number(probed.find((i) => i.pod === pod)?.replication?.offset), runId);
           }
           return 'OK';
         },
@@ -186,7 +189,7 @@ const run = async (s: Scenario = {}, lapse: { atCheck?: number; atStep?: number 
   const outcome = await failOver({
     ports,
     cluster,
-    instances,
+    instances: probed,
     password: 'secret',
     decision,
     now: new Date('2026-11-23T10:00:00Z'),
@@ -265,6 +268,24 @@ describe('failOver, lease held throughout', () => {
       failover: { count: 2, last: { from: 'r-0', to: 'r-1', reason: 'MasterUnreachable' } },
       replication: { id: NEW, offset: 100, previous: [OLD] },
     });
+  });
+
+  it('leaves a replica alone whose data is of another replication history: following would wipe it', async () => {
+    // r-2 came back on an old volume: 5000 keys of another history, at a lower offset than r-1.
+    const foreign: Instance = {
+      ...replica(2, 90),
+      keys: 5000,
+      replication: {
+        ...(replica(2, 90).replication as object),
+        replid: 'c'.repeat(40),
+      } as Instance['replication'],
+    };
+    const { trace, outcome } = await run({
+      instances: [instances[0]!, replica(1, 100), foreign, replica(3, 80)],
+    });
+    expect(outcome).toMatchObject({ result: { done: true } });
+    expect(trace).toContain('redis r-3: REPLICAOF 10.0.0.11 6379');
+    expect(trace.filter((e) => e.startsWith('redis r-2') || e === 'connect r-2')).toEqual([]);
   });
 
   it('a refused unlabel stops the promotion: the record, the servers and the other labels stay as they are', async () => {

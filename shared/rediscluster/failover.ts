@@ -15,6 +15,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { labelPod } from './kube.ts';
 import type { LoadedCluster } from './load.ts';
 import { REDIS_PORT, type Role } from './names.ts';
+import { canFollow } from './plan.ts';
 import { type Instance, onInstance } from './probe.ts';
 import { changedSince, identityOf, recordHistory } from './promotion.ts';
 
@@ -201,12 +202,14 @@ export const failOver = async (o: {
   await o.ports.labelPod(namespace, d.to, 'master');
   // The other replicas follow the new master (partial resync: same replication history). One that
   // does not answer now is put in its place by reconcile when it does. A replica that holds more
-  // than the new master is left alone: following it would wipe data.
+  // than the new master is left alone: following it would wipe data; so is one whose data is of
+  // another history (an old volume), which reconcile never makes follow either (canFollow).
   const promotedOffset = target.replication?.offset ?? 0;
   await Promise.all(
     o.instances
       .filter((i) => i.pod !== d.to && i.pod !== d.from && i.ip && i.replication && !i.terminating)
       .filter((i) => (i.replication?.offset ?? 0) <= promotedOffset)
+      .filter((i) => canFollow(i, target, cluster.rc.status?.replication))
       .map(async (i) => {
         try {
           o.fence();

@@ -35,10 +35,12 @@ export const canFollow = (i: Instance, m: Instance, history?: History) => {
   const mr = m.replication;
   if (!r || !mr) return false;
   // Data a restore replaced (superseded) may be overwritten too: the restore was asked for.
+  // Only ids that name data: a replica reports the zero id as its replid2 when it has none, and
+  // two such would otherwise count as one history.
   const ids = [mr.replid, mr.replid2, ...historyIds(history), ...(history?.superseded ?? [])].filter(
-    (x): x is string => !!x,
+    isHistory,
   );
-  return ids.includes(r.replid) || (!!r.replid2 && ids.includes(r.replid2));
+  return ids.includes(r.replid) || (isHistory(r.replid2) && ids.includes(r.replid2));
 };
 
 /**
