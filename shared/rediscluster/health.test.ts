@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../api/generated.ts';
-import { assessHealth, masterBehind, outageWatch } from './health.ts';
+import { assessHealth, masterBehind, outageWatch, SERVING_MEMORY_MS } from './health.ts';
 import type { Instance } from './probe.ts';
 
 const ip = (ordinal: number) => `10.0.0.${ordinal + 10}`;
@@ -275,6 +275,25 @@ describe('the failover clock: measured by the deciding process only', () => {
     const other = replicaClock();
     const refused = assessHealth(rc, [down(0), stale], other.at(14_000), other.watch);
     expect(refused.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
+  });
+
+  it('forgets a sight of the master serving after SERVING_MEMORY_MS: a process that stopped watching the cluster dates no outage from then', () => {
+    // This process saw r-0 serve, then the cluster went to another health replica for days, and
+    // came back as r-0 died. r-1's link has been down for a day: it did not follow r-0 to the end.
+    const c = replicaClock();
+    const serving = cluster({ master: 'r-0', replication: { id: 'a', offset: 100 } });
+    assessHealth(serving, [master(0, 100), replica(1, 100), replica(2, 100)], c.at(0), c.watch);
+    const days = 4 * 86_400_000;
+    const lost = [down(0), cut(replica(1, 90, 0, { linkDownSeconds: 86_400 }))];
+    const a = assessHealth(serving, lost, c.at(days), c.watch);
+    expect(a.masterUnreachableSince).toBe(c.at(days).toISOString());
+    expect(a.healthy).toMatchObject({ reason: 'NoSafeCandidate' });
+    expect(assessHealth(serving, lost, c.at(days + 10_000), c.watch).failover).toBeUndefined();
+    // Within the bound, a late look still dates the outage from the sight of it serving.
+    const d = replicaClock();
+    assessHealth(serving, [master(0, 100), replica(1, 100), replica(2, 100)], d.at(0), d.watch);
+    const late = assessHealth(serving, [down(0)], d.at(SERVING_MEMORY_MS), d.watch);
+    expect(late.masterUnreachableSince).toBe(d.at(0).toISOString());
   });
 });
 

@@ -60,6 +60,13 @@ const fedBy = (instances: readonly Instance[], m: Instance | undefined) =>
       )
     : undefined;
 
+/**
+ * How long a process's own sight of a master serving dates a later outage: longer than any late
+ * first look (a busy lock, ticks held up), far shorter than the days a process may stop watching
+ * a cluster and take it back.
+ */
+export const SERVING_MEMORY_MS = 10 * 60_000;
+
 /** A monotonic clock in milliseconds: it never jumps with the wall clock (performance.now). */
 export type Monotonic = () => number;
 
@@ -70,9 +77,9 @@ export type OutageWatch = {
    */
   observe(cluster: string, master: string, since: string): number;
   /**
-   * How long ago this process last saw `master` serve, or undefined when it never did: when the
-   * master was last known alive, which its first look at the outage may be well after (a late
-   * tick, a busy lock).
+   * How long ago this process last saw `master` serve, or undefined when it never did or not
+   * within SERVING_MEMORY_MS: when the master was last known alive, which its first look at the
+   * outage may be well after (a late tick, a busy lock).
    */
   silence(cluster: string, master: string): number | undefined;
   /** The master answers: the next outage starts over. */
@@ -106,7 +113,11 @@ export const outageWatch = (monotonic: Monotonic = () => performance.now(), max 
     },
     silence: (cluster, master) => {
       const e = alive.get(cluster);
-      return e && e.master === master ? monotonic() - e.at : undefined;
+      const ms = e && e.master === master ? monotonic() - e.at : undefined;
+      // Older than a late look can be: this process stopped watching the cluster (its share went
+      // to another replica and came back). Dating the outage from then would let a replica cut
+      // off for days qualify as having followed the master to the end.
+      return ms !== undefined && ms <= SERVING_MEMORY_MS ? ms : undefined;
     },
     forget: (cluster) => void seen.delete(cluster),
     serving: (cluster, master) => put(alive, cluster, { master, at: monotonic() }),
