@@ -47,7 +47,28 @@ export const loadKubeConfig = (env: NodeJS.ProcessEnv = process.env): KubeConfig
   if (files.length === 0 && !existsSync(join(homedir(), '.kube', 'config')) && !inCluster)
     throw new CliError('no kubeconfig: set KUBECONFIG or create ~/.kube/config (as for kubectl)');
   try {
-    kc.loadFromDefault();
+    // As kubectl: the files of KUBECONFIG that exist, merged in order (the first one's current
+    // context wins); a missing one is skipped, where client-node's loadFromDefault would fail.
+    const present = files.filter((f) => existsSync(f));
+    if (present.length === 0) kc.loadFromDefault();
+    else
+      for (const [i, f] of present.entries()) {
+        if (i === 0) kc.loadFromFile(f);
+        else {
+          const more = new KubeConfig();
+          more.loadFromFile(f);
+          // An entry named in an earlier file stays that file's (client-node would throw).
+          const fresh = <T extends { name: string }>(mine: T[], theirs: T[]) =>
+            theirs.filter((t) => !mine.some((m) => m.name === t.name));
+          more.loadFromOptions({
+            clusters: fresh(kc.clusters, more.clusters),
+            users: fresh(kc.users, more.users),
+            contexts: fresh(kc.contexts, more.contexts),
+            currentContext: more.currentContext,
+          });
+          kc.mergeConfig(more, true);
+        }
+      }
   } catch (e) {
     throw new CliError(`the kubeconfig cannot be read: ${(e as Error).message}`, 1, { cause: e });
   }
