@@ -1,4 +1,7 @@
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   COMMANDS,
@@ -53,6 +56,31 @@ describe('bash completion', () => {
     for (const p of PATHS) {
       expect(complete(`tideway ${p}${COMMANDS[p].arg ? ' x' : ''} -`).sort(), p).toEqual(flagsOf(p));
       if (COMMANDS[p].arg === 'shell') expect(complete(`tideway ${p} `)).toEqual([...SHELLS]);
+    }
+  });
+
+  it('names from kubectl in the namespace given, also as -nNAME, never waiting on the API server for long', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tideway-completion-'));
+    try {
+      // A kubectl that answers with the arguments it was given, as one name.
+      writeFileSync(join(dir, 'kubectl'), '#!/bin/sh\necho "x/$(echo "$@" | tr " " "+")"\n', { mode: 0o755 });
+      const names = (line: string) => {
+        const words = line.split(' ');
+        const script = `${bashCompletion()}
+PATH=${dir}:/usr/bin:/bin
+COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}
+_tideway; printf '%s\\n' "\${COMPREPLY[@]}"`;
+        return execFileSync('bash', ['-c', script], { encoding: 'utf8' }).trim();
+      };
+      for (const line of [
+        'tideway status -n demo ',
+        'tideway status -ndemo ',
+        'tideway status --namespace = demo ',
+      ])
+        expect(names(line), line).toMatch(/\+-n\+demo\+-o\+name\+--request-timeout=5s$/);
+      expect(names('tideway status ')).toMatch(/^get\+redisclusters[^+]*\+-o\+name\+--request-timeout=5s$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

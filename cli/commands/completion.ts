@@ -71,9 +71,12 @@ __tideway_kube() {
     if [ "$w" = -n ] || [ "$w" = --namespace ]; then
       ns="\${COMP_WORDS[i+1]}"
       if [ "$ns" = "=" ]; then ns="\${COMP_WORDS[i+2]}"; fi
+    elif [[ "$w" == -n?* ]]; then
+      ns="\${w#-n}"
     fi
   done
-  kubectl get "$1" \${ns:+-n "$ns"} -o name 2>/dev/null | sed 's|.*/||'
+  # A TAB never hangs on an API server that does not answer.
+  kubectl get "$1" \${ns:+-n "$ns"} -o name --request-timeout=5s 2>/dev/null | sed 's|.*/||'
 }
 _tideway() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
