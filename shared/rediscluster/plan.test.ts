@@ -131,6 +131,36 @@ describe('topology plan', () => {
     expect(plan.blocked.join()).toMatch(/c-0 came back with less data than c-1/);
   });
 
+  it('keeps a fenced master short of the recorded offset out while an instance that may hold the rest does not answer', () => {
+    // c-0 restarted from an older snapshot (offset 50; 100 recorded); c-1 is still loading.
+    const history = { id: 'r', offset: 100 };
+    const fenced = replica('c-0', 0, 50, '127.0.0.1', 'master');
+    const plan = planTopology(
+      [fenced, down('c-1', 1), replica('c-2', 2, 40, '127.0.0.1')],
+      'c-0',
+      3,
+      history,
+    );
+    expect(plan.commands).toEqual([]);
+    expect(plan.blocked.join()).toMatch(
+      /c-0 came back at offset 50 of the 100 recorded, and c-1 does not answer, which may hold the rest: it stays fenced/,
+    );
+    // Every instance answers and none holds more: what c-0 has is all there is.
+    const all = planTopology(
+      [fenced, replica('c-1', 1, 45, '127.0.0.1'), replica('c-2', 2, 40, '127.0.0.1')],
+      'c-0',
+      3,
+      history,
+    );
+    expect(all.commands[0]).toEqual({ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] });
+    // A master with all the recorded data is put back whoever is silent.
+    const whole = planTopology([replica('c-0', 0, 100, '127.0.0.1'), down('c-1', 1)], 'c-0', 2, history);
+    expect(whole.commands).toEqual([{ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] }]);
+    // Of another history than the record's (a restore loaded it), the record's offset says nothing.
+    const other = planTopology([fenced, down('c-1', 1)], 'c-0', 2, { id: 'q', offset: 100 });
+    expect(other.commands[0]?.args).toEqual(['REPLICAOF', 'NO', 'ONE']);
+  });
+
   it('judges a fenced master behind only against instances of the cluster history', () => {
     // c-2 holds more, but of another history (an old volume): it does not make c-0 "behind".
     const stranger = replica('c-2', 2, 500, '127.0.0.1');

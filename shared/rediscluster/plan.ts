@@ -101,6 +101,22 @@ const firstMaster = (instances: readonly Instance[], desired: number) => {
 };
 
 /**
+ * The instances that do not answer while the recorded master answers fenced (a replica of nothing)
+ * with less of the cluster's current history than the record says it had: one of them may hold
+ * the rest (a replica still loading, a probe missed). Reinstating the master now would make it,
+ * once it answers, follow the master and drop what only it holds. Undefined when every instance
+ * answers (none holds more than the master: what it has is all there is) or the master is not
+ * short of the record.
+ */
+export const shortOfRecord = (instances: readonly Instance[], m: Instance | undefined, history?: History) => {
+  const r = m?.replication;
+  if (!m || !reachable(m) || r?.role !== 'replica' || r.linkUp || !history?.id) return undefined;
+  if (r.replid !== history.id || r.offset >= (history.offset ?? 0)) return undefined;
+  const silent = instances.filter((i) => i !== m && !reachable(i)).map((i) => i.pod);
+  return silent.length > 0 ? silent : undefined;
+};
+
+/**
  * Who is master and what each instance must do. The status is the record of who is master, and
  * reconcile never changes it to another instance on its own: losing a master (its pod absent,
  * its server silent, or back with less data than a replica) is health's to handle, with the
@@ -143,15 +159,20 @@ export const planTopology = (
     }
   }
   const behind = masterBehind(instances, m, history);
+  const short = behind ? undefined : shortOfRecord(instances, m, history);
   if (m && behind)
     blocked.push(
       `${m.pod} came back with less data than ${behind.pod}: it stays fenced; health decides on a failover`,
+    );
+  else if (m && short)
+    blocked.push(
+      `${m.pod} came back at offset ${m.replication?.offset} of the ${history?.offset} recorded, and ${short.join(', ')} ${short.length > 1 ? 'do' : 'does'} not answer, which may hold the rest: it stays fenced until every instance answers`,
     );
   else if (master && !(m && reachable(m))) blocked.push(`master ${master} does not answer`);
 
   const commands: Command[] = [];
   const confirmed = new Map<string, Role>();
-  if (m && reachable(m) && m.ip && !behind) {
+  if (m && reachable(m) && m.ip && !behind && !short) {
     if (m.replication?.role !== 'master')
       commands.push({ pod: m.pod, ip: m.ip, args: ['REPLICAOF', 'NO', 'ONE'] });
     confirmed.set(m.pod, 'master');
