@@ -17,6 +17,7 @@ import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
 import { rfc3339 } from '../../shared/kube/time.ts';
 import {
   done,
+  type FailureStatus,
   type HandlerContext,
   LockLostError,
   type Outcome,
@@ -152,6 +153,23 @@ const afterRestore = (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<
     if (released.length > 0) ctx.log.info('deleted Backups that a finished Restore kept', { released });
     return done;
   });
+
+/**
+ * The runtime's failure report on a Backup (RetriesExhausted, a terminal error such as a refused
+ * API call) ends an unfinished one `Failed` with that error: nothing would run it again (its
+ * status changes are no events), and a Backup left `Pending` or `Running` for good holds back its
+ * schedule (Forbid), the CLI's `backup now` and a Restore's safety wait. Its unfinished upload, if
+ * any, is aborted by the finalizer when the Backup is deleted. A finished Backup keeps its phase:
+ * a later event's failure says nothing of its data.
+ */
+export const failureStatus: FailureStatus = (report, status) =>
+  report.kind !== 'Backup' || status.phase === 'Completed' || status.phase === 'Failed'
+    ? status
+    : {
+        ...status,
+        phase: 'Failed',
+        error: { reason: report.reason, message: report.message.slice(0, 4000) },
+      };
 
 /**
  * backup: takes a snapshot of a RedisCluster (an RDB over the replication protocol, from an

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ArchivedImage, OciArchive } from '../../infra/testbed/image-table/archive.ts';
 import { unpackImage } from '../../infra/testbed/image-table/unpack.ts';
 import { loadServerless, nodeArgsFor } from '../../shared/runtime/config.ts';
-import { loadExport, loadLockKey } from '../../shared/runtime/load-handler.ts';
+import { loadExport, loadFailureStatus, loadLockKey } from '../../shared/runtime/load-handler.ts';
 import { type BuiltImage, ensureImage, IMAGE_REPO } from './build.ts';
 import { imagePathOf } from './compile.ts';
 import { parseLock } from './deps.ts';
@@ -140,20 +140,23 @@ describe('the image archive', () => {
   it('loads every function of its serverless.yml as its user on a read-only root, writing nothing, with no TypeScript', async () => {
     const file = join(ROOT, 'serverless.yml');
     const config = await loadServerless(file);
-    const expected: Record<string, { entry: string; lockKey: string }> = {};
+    const expected: Record<string, { entry: string; lockKey: string; failureStatus: string }> = {};
     for (const [name, fn] of Object.entries(config.functions))
       expected[name] = {
         entry: typeof (await loadExport(file, fn.handler)),
         lockKey: typeof (await loadLockKey(file, fn.handler)),
+        failureStatus: typeof (await loadFailureStatus(file, fn.handler)),
       };
+    // The image's runtime reports a Backup it gave up on as Failed: its hook is there.
+    expect(expected.backup?.failureStatus).toBe('function');
     const probe = `
       import { writeFileSync } from 'node:fs';
       import { loadServerless } from '/app/shared/runtime/config.js';
-      import { loadExport, loadLockKey } from '/app/shared/runtime/load-handler.js';
+      import { loadExport, loadFailureStatus, loadLockKey } from '/app/shared/runtime/load-handler.js';
       const file = process.env.TIDEWAY_SERVERLESS;
       const functions = {};
       for (const [name, fn] of Object.entries((await loadServerless(file)).functions))
-        functions[name] = { entry: typeof (await loadExport(file, fn.handler)), lockKey: typeof (await loadLockKey(file, fn.handler)) };
+        functions[name] = { entry: typeof (await loadExport(file, fn.handler)), lockKey: typeof (await loadLockKey(file, fn.handler)), failureStatus: typeof (await loadFailureStatus(file, fn.handler)) };
       // What the worker loads only for event functions.
       await import('/app/shared/runtime/consumer.js');
       const { KubeConfig } = await import('@kubernetes/client-node');

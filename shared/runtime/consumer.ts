@@ -18,6 +18,7 @@ import { ackWaitMsOf, type FunctionConfig, toMs } from './config.ts';
 import { consumerBacklog, consumerName, partitionConsumerName } from './durables.ts';
 import {
   type Deps,
+  type FailureStatus,
   type Handler,
   type HandlerContext,
   type LockKey,
@@ -37,6 +38,8 @@ export type ConsumerOptions = {
   handler: Handler;
   /** What a run locks, if not the event's own object: the handler module's `lockKey`. */
   lockKey?: LockKey;
+  /** What a failure report writes beside its condition: the handler module's `failureStatus`. */
+  failureStatus?: FailureStatus;
   deps: Deps;
   locks: ObjectLocks;
   /**
@@ -191,6 +194,7 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         message,
       },
       elog,
+      o.failureStatus,
     );
     msg.term(`${reason}: ${message}`.slice(0, 200));
     m.inc('tideway_events_handled_total', { ...labels, outcome: failure.outcome });

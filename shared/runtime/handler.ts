@@ -110,6 +110,18 @@ export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promi
  */
 export type LockKey = (event: CloudEvent<unknown>) => string;
 
+/**
+ * What else the runtime's failure report writes into an object's status, beside its failure
+ * condition: a handler module's `failureStatus` export, for objects whose phase must say they
+ * ended (a Backup given up on is Failed, never Running for good). Given the report (the kind
+ * among it: a function handles other kinds' events too) and the status with the condition set;
+ * returns the status to write.
+ */
+export type FailureStatus = (
+  report: { kind: string; reason: string; message: string },
+  status: Record<string, unknown>,
+) => Record<string, unknown>;
+
 /** A long-running function (the watcher): started once per replica, stopped on SIGTERM. */
 /**
  * A long-running function. It gets no KubeConfig: loading @kubernetes/client-node costs ~90 MiB

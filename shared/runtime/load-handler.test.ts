@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from './config.ts';
-import { loadExport, loadLockKey } from './load-handler.ts';
+import { loadExport, loadFailureStatus, loadLockKey } from './load-handler.ts';
 
 describe('loading a handler module', () => {
   let dir = '';
@@ -15,12 +15,13 @@ describe('loading a handler module', () => {
       [
         'export const handler = async () => undefined;',
         "export const lockKey = (e) => ['RedisCluster', e.namespace, e.cluster].join('.');",
+        "export const failureStatus = (r, s) => ({ ...s, phase: 'Failed', why: r.reason });",
       ].join('\n'),
     );
     await writeFile(join(dir, 'plain.mjs'), 'export const handler = async () => undefined;\n');
     await writeFile(
       join(dir, 'bad.mjs'),
-      "export const handler = async () => undefined;\nexport const lockKey = 'x';\n",
+      "export const handler = async () => undefined;\nexport const lockKey = 'x';\nexport const failureStatus = {};\n",
     );
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -33,6 +34,18 @@ describe('loading a handler module', () => {
 
   it('has no lockKey when the module exports none: the event object is locked', async () => {
     expect(await loadLockKey(serverless(), 'plain.handler')).toBeUndefined();
+  });
+
+  it('finds the failureStatus exported next to a handler, and none where there is none', async () => {
+    const failureStatus = await loadFailureStatus(serverless(), 'backup.handler');
+    expect(failureStatus?.({ kind: 'Backup', reason: 'X', message: '' }, { phase: 'Running' })).toEqual({
+      phase: 'Failed',
+      why: 'X',
+    });
+    expect(await loadFailureStatus(serverless(), 'plain.handler')).toBeUndefined();
+    await expect(loadFailureStatus(serverless(), 'bad.handler')).rejects.toThrow(
+      /exports failureStatus, but not/,
+    );
   });
 
   it('refuses a lockKey that is not a function, and a handler that is missing', async () => {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from './config.ts';
-import type { LockKey } from './handler.ts';
+import type { FailureStatus, LockKey } from './handler.ts';
 
 /** `functions/reconcile/index.handler` → functions/reconcile/index.ts (imported) and `handler`. */
 const importModule = async (serverlessFile: string, handler: string) => {
@@ -25,13 +25,21 @@ export const loadExport = async (serverlessFile: string, handler: string): Promi
   return mod[exportName];
 };
 
-/** The `lockKey` exported next to a handler (see LockKey in handler.ts), if its module has one. */
-export const loadLockKey = async (serverlessFile: string, handler: string): Promise<LockKey | undefined> => {
+/** A function exported next to a handler under `name`, if its module has one. */
+const loadHook = async (serverlessFile: string, handler: string, name: string, shape: string) => {
   const { mod, file } = await importModule(serverlessFile, handler);
-  if (mod.lockKey === undefined) return undefined;
-  if (typeof mod.lockKey !== 'function')
-    throw new ConfigError(
-      `handler ${handler}: ${file} exports lockKey, but not as a function (event) => string`,
-    );
-  return mod.lockKey as LockKey;
+  if (mod[name] === undefined) return undefined;
+  if (typeof mod[name] !== 'function')
+    throw new ConfigError(`handler ${handler}: ${file} exports ${name}, but not as a function ${shape}`);
+  return mod[name];
 };
+
+/** The `lockKey` exported next to a handler (see LockKey in handler.ts), if its module has one. */
+export const loadLockKey = async (serverlessFile: string, handler: string) =>
+  (await loadHook(serverlessFile, handler, 'lockKey', '(event) => string')) as LockKey | undefined;
+
+/** The `failureStatus` exported next to a handler (see FailureStatus in handler.ts), if any. */
+export const loadFailureStatus = async (serverlessFile: string, handler: string) =>
+  (await loadHook(serverlessFile, handler, 'failureStatus', '(report, status) => status')) as
+    | FailureStatus
+    | undefined;

@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import type { FailureStatus } from './handler.ts';
 import { reportFailure } from './report.ts';
 
 const world = () => {
@@ -23,7 +24,7 @@ const world = () => {
   };
   const kc = { makeApiClient: () => api } as unknown as KubeConfig;
   const log = { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} } as never;
-  const report = (uid?: string) =>
+  const report = (uid?: string, failureStatus?: FailureStatus) =>
     reportFailure(
       kc,
       'restore',
@@ -37,6 +38,7 @@ const world = () => {
         message: 'gave up',
       },
       log,
+      failureStatus,
     );
   return { writes, events, report };
 };
@@ -61,5 +63,32 @@ describe('reportFailure', () => {
     const w = world();
     await w.report();
     expect(w.writes).toHaveLength(1);
+  });
+
+  it("writes what the handler module's failureStatus makes of the status, the condition already set", async () => {
+    const w = world();
+    const seen: unknown[] = [];
+    await w.report('u-new', (r, status) => {
+      seen.push({ r: { kind: r.kind, reason: r.reason }, status });
+      return { ...status, phase: 'Failed' };
+    });
+    expect(seen).toEqual([
+      {
+        r: { kind: 'Restore', reason: 'RetriesExhausted' },
+        status: {
+          phase: 'SafetyBackup',
+          conditions: [
+            expect.objectContaining({ type: 'Completed', status: 'False', reason: 'RetriesExhausted' }),
+          ],
+        },
+      },
+    ]);
+    expect(w.writes).toEqual([
+      expect.objectContaining({ status: expect.objectContaining({ phase: 'Failed' }) }),
+    ]);
+    // Never on another object of the name.
+    const other = world();
+    await other.report('u-earlier', (_r, status) => ({ ...status, phase: 'Failed' }));
+    expect(other.writes).toEqual([]);
   });
 });

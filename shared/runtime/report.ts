@@ -4,6 +4,7 @@ import { isNotFound } from '../kube/errors.ts';
 import { eventRecorder } from '../kube/events.ts';
 import { type ResourceType, TIDEWAY_KINDS } from '../kube/resources.ts';
 import { updateStatus } from '../kube/status.ts';
+import type { FailureStatus } from './handler.ts';
 import type { Logger } from './logger.ts';
 
 export type FailureReport = {
@@ -27,24 +28,25 @@ export const reportFailure = async (
   fn: string,
   r: FailureReport,
   log: Logger,
+  failureStatus?: FailureStatus,
   kinds: Readonly<Record<string, ResourceType>> = TIDEWAY_KINDS,
 ): Promise<void> => {
   const type = kinds[r.kind];
   let uid: string | undefined;
   if (type) {
     try {
-      const obj = await updateStatus(kc.makeApiClient(CustomObjectsApi), type, r, (o) =>
-        r.uid && o.metadata?.uid !== r.uid
-          ? undefined
-          : {
-              ...o.status,
-              conditions: setCondition(
-                o.status?.conditions as Condition[] | undefined,
-                { type: r.conditionType, status: 'False', reason: r.reason, message: r.message },
-                o.metadata?.generation,
-              ),
-            },
-      );
+      const obj = await updateStatus(kc.makeApiClient(CustomObjectsApi), type, r, (o) => {
+        if (r.uid && o.metadata?.uid !== r.uid) return undefined;
+        const status = {
+          ...o.status,
+          conditions: setCondition(
+            o.status?.conditions as Condition[] | undefined,
+            { type: r.conditionType, status: 'False', reason: r.reason, message: r.message },
+            o.metadata?.generation,
+          ),
+        };
+        return failureStatus ? failureStatus(r, status) : status;
+      });
       uid = r.uid ?? obj?.metadata?.uid;
     } catch (error) {
       if (!isNotFound(error)) log.warn('could not write the failure condition', { error });

@@ -10,7 +10,7 @@ import { zNamespaceName } from '../kube/names.ts';
 import { loadServerless } from './config.ts';
 import type { Deps, Handler, Service } from './handler.ts';
 import { checkIdentity } from './identity.ts';
-import { loadExport, loadLockKey } from './load-handler.ts';
+import { loadExport, loadFailureStatus, loadLockKey } from './load-handler.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { objectLocks } from './object-lock.ts';
@@ -153,12 +153,14 @@ export const runWorker = async (name: string, env: NodeJS.ProcessEnv = process.e
       keepMs: e.TIDEWAY_LOCK_KEEP_MS,
     });
     const lockKey = await loadLockKey(file, fn.handler);
+    const failureStatus = await loadFailureStatus(file, fn.handler);
     const consumer = await startConsumer({
       bus,
       name,
       fn,
       handler: entry as Handler,
       ...(lockKey ? { lockKey } : {}),
+      ...(failureStatus ? { failureStatus } : {}),
       deps,
       locks,
       ...(e.TIDEWAY_WATCH_NAMESPACE ? { namespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),

@@ -30,6 +30,7 @@ import {
   ipOf,
   redisClusters,
   refusals,
+  serverlessWith,
   startFunction,
 } from '../support/redis.ts';
 import { backups, bedStore, keyOf, restoredContent } from './support/backups.ts';
@@ -501,6 +502,60 @@ describe('backup', () => {
       await restoredContent(b, done, { dir, compression: 'zstd', encryptionKey: key, servers }),
       await contentOfPod(done.status?.source ?? ''),
     );
+  });
+
+  it('the backup function killed mid-upload with its deliveries used up: the runtime ends the Backup Failed, and deleting it leaves no unfinished upload', async () => {
+    // Deliveries of one attempt each: the redelivery after the kill is past the limit, and the
+    // runtime gives up on it without a run; nothing of the Backup's own would come again.
+    const oneAttempt = await serverlessWith(dir, 'backup', { maximumRetryAttempts: 1 });
+    const id = `backup-${ns}`;
+    await Promise.all(backupWorkers.map((w) => w.stop()));
+    const first = await startFunction(
+      b,
+      ns,
+      id,
+      'backup',
+      { ...backupEnv, TIDEWAY_REPLICA: '3' },
+      oneAttempt,
+    );
+    workers.push(first);
+    try {
+      await bk.create('b5-given-up', { cluster: { name: 'cache' } });
+      await until(
+        'b5-given-up streaming',
+        async () => ((await bk.get('b5-given-up')).status?.progress?.bytes ?? 0) > 12 * MiB || undefined,
+        60_000,
+        100,
+      );
+      await first.kill();
+      expect((await store.unfinished(`${prefix}/${ns}/cache/`)).length).toBeGreaterThan(0);
+      const next = await startFunction(
+        b,
+        ns,
+        id,
+        'backup',
+        { ...backupEnv, TIDEWAY_REPLICA: '4' },
+        oneAttempt,
+      );
+      workers.push(next);
+      const failed = await bk.phase('b5-given-up', 'Failed', 120_000);
+      expect(failed.status?.error).toMatchObject({ reason: 'RetriesExhausted' });
+      expect(failed.status?.conditions?.find((c) => c.type === 'Completed')).toMatchObject({
+        status: 'False',
+        reason: 'RetriesExhausted',
+      });
+      // Deleting it goes through the finalizer, which aborts what the killed attempt left.
+      await bk.delete('b5-given-up');
+      await bk.gone('b5-given-up');
+      expect(await store.unfinished(`${prefix}/${ns}/cache/`)).toEqual([]);
+      await next.stop();
+    } finally {
+      const fresh = await Promise.all(
+        ['0', '1'].map((r) => startFunction(b, ns, id, 'backup', { ...backupEnv, TIDEWAY_REPLICA: r })),
+      );
+      workers.push(...fresh);
+      backupWorkers.splice(0, backupWorkers.length, ...fresh);
+    }
   });
 
   it('S3 unreachable mid-backup: retried, then Failed with the reason; no object, and no parts once S3 is back', async () => {
