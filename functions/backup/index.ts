@@ -4,6 +4,7 @@ import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { ConfigurationError } from '../../shared/backup/errors.ts';
 import {
   BACKUP_FINALIZER,
+  type BackupStatus,
   hasBackupFinalizer,
   isBackupOutcome,
   type LoadedBackup,
@@ -39,7 +40,7 @@ import {
   recordMetrics,
   withCondition,
 } from './report.ts';
-import { BackupDeletedError, ClusterBusyError, keysOf, storeSpecOf, takeBackup } from './run.ts';
+import { BackupDeletedError, ClusterBusyError, keysOf, storeSpecOf, type Taken, takeBackup } from './run.ts';
 import { loadTarget } from './targets/index.ts';
 import type { BackupTarget } from './targets/types.ts';
 
@@ -271,6 +272,7 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   // Deleted while it streams (Replace, a person): the attempt stops and its upload is aborted,
   // rather than finishing an object the finalizer would delete. Seen at each progress write.
   const deleted = new AbortController();
+  let completed: { t: Taken; took: number; status: BackupStatus | undefined };
   try {
     const t = await takeBackup({
       signal: deleted.signal,
@@ -341,23 +343,17 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
       ctx.log.info('deleted as it finished: not recorded as Completed', { backup: key.name });
       return retryAfter(100, 'BeingDeleted');
     }
-    const took = end.getTime() - started.getTime();
-    ctx.log.info('backup completed', {
-      location: t.location,
-      size: t.size,
-      rdbSize: t.rdbSize,
-      source: t.source.pod,
-    });
-    await recordEvents(ctx, loaded, rc, {
-      type: 'Normal',
-      reason: 'Completed',
-      note: `${t.size} bytes at ${t.location} in ${formatDuration(took)} (from ${t.source.pod})`,
-    });
-    await announce(ctx, loaded, event.source, written?.status);
-    recordMetrics(ctx, loaded, t, took);
-    return done;
+    completed = { t, took: end.getTime() - started.getTime(), status: written?.status };
   } catch (error) {
     if (error instanceof LockLostError || ctx.signal.aborted) throw error;
+    // The Completed write went through though its answer did not come: the backup is stored and
+    // said so; a failed attempt must not be written over it. The next delivery announces it.
+    let already = false;
+    await writeStatus((s) => {
+      already = s.phase === 'Completed';
+      return undefined;
+    });
+    if (already) throw error;
     // The upload was aborted with the stream; the next delivery finds the deletion and finalizes.
     if (deleted.signal.aborted) {
       ctx.log.info('deleted while it ran: stopped, upload aborted', { backup: key.name });
@@ -395,4 +391,22 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     });
     throw new TemporaryError(f.reason, f.message);
   }
+  // Stored and recorded Completed: what follows is told, never part of the attempt. A failure
+  // here (the bus, the Events API) is retried as such, and the next delivery, finding the Backup
+  // Completed, announces it again; it never turns a stored backup into a failed attempt.
+  const { t, took } = completed;
+  ctx.log.info('backup completed', {
+    location: t.location,
+    size: t.size,
+    rdbSize: t.rdbSize,
+    source: t.source.pod,
+  });
+  await recordEvents(ctx, loaded, rc, {
+    type: 'Normal',
+    reason: 'Completed',
+    note: `${t.size} bytes at ${t.location} in ${formatDuration(took)} (from ${t.source.pod})`,
+  });
+  await announce(ctx, loaded, event.source, completed.status);
+  recordMetrics(ctx, loaded, t, took);
+  return done;
 };
