@@ -93,7 +93,9 @@ export const valuesSchema = (functions: readonly string[]): Schema => ({
       type: 'array',
       uniqueItems: true,
       description: 'namespaces served; empty: all',
-      items: str(undefined, { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+      // A served namespace names its functions' Services (tideway-webhook-ns-<namespace>), which
+      // are DNS labels of 63 characters at most.
+      items: str(undefined, { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 44 }),
     },
     keda: obj({
       enabled: bool('a ScaledObject per event function (KEDA’s CRDs must be installed)'),

@@ -72,6 +72,11 @@ describe("Tideway's Helm chart", () => {
         "at '/keda/lagEndpoint': 'lag:9090/x' does not match pattern",
       ],
       [
+        'a served namespace too long for its Services’ names (tideway-webhook-ns-<namespace>: 63 at most)',
+        { 'watchNamespaces[0]': 'n'.repeat(45) },
+        "at '/watchNamespaces/0': maxLength: got 45, want 44",
+      ],
+      [
         'KEDA with the watcher off and no lag endpoint',
         { ...KEDA_ON, 'functions.watcher.enabled': 'false' },
         "at '/keda/lagEndpoint': minLength",
@@ -85,6 +90,17 @@ describe("Tideway's Helm chart", () => {
       expect(t.code).not.toBe(0);
       expect(t.stderr).toContain(why);
     });
+  });
+
+  it('refuses to install KEDA scaling a function from more replicas than to, saying why (lint only notes it)', async () => {
+    const values = {
+      ...KEDA_ON,
+      'functions.backup.keda.minReplicaCount': '5',
+      'functions.backup.keda.maxReplicaCount': '1',
+    };
+    const t = await helm('template', 'tideway', CHART_DIR, ...sets(values));
+    expect(t.code).not.toBe(0);
+    expect(t.stderr).toContain('functions.backup.keda: minReplicaCount (5) is above maxReplicaCount (1)');
   });
 
   describe('says what serverless.yml says', () => {
@@ -157,6 +173,21 @@ describe("Tideway's Helm chart", () => {
       expect(envOf(named(objects, 'Deployment', 'tideway-restore')).NODE_OPTIONS).toBe(
         nodeArgsFor(config.functions.restore!).join(' '),
       );
+    });
+
+    it("adds podLabels to every pod's own, never in place of one its selector and Services match", async () => {
+      const { objects } = await render(ns, {
+        'podLabels.app\\.kubernetes\\.io/component': 'mine',
+        'podLabels.team': 'data',
+      });
+      for (const d of ofKind(objects, 'Deployment')) {
+        const labels = d.spec.template.metadata.labels;
+        expect(labels.team).toBe('data');
+        expect(labels['app.kubernetes.io/component']).toBe(
+          d.spec.selector.matchLabels['app.kubernetes.io/component'],
+        );
+        expect(labels['app.kubernetes.io/component']).not.toBe('mine');
+      }
     });
 
     it('runs every pod as non-root, read-only, without capabilities', async () => {
