@@ -18,7 +18,7 @@ const closedPort = async () => {
   return `http://127.0.0.1:${port}`;
 };
 
-const world = async (o: { createdMinutesAgo: number; attempts?: number }) => {
+const world = async (o: { createdMinutesAgo: number; attempts?: number; delivery?: number }) => {
   const objects = memoryCustomObjects();
   const put = objects.put;
   const store = {
@@ -88,6 +88,7 @@ const world = async (o: { createdMinutesAgo: number; attempts?: number }) => {
     maxAttempts: 50,
     env: { TIDEWAY_BACKUP_ATTEMPTS: '5' },
   });
+  if (o.delivery !== undefined) Object.assign(ctx, { attempt: o.delivery });
   const event = {
     id: 'e1',
     type: 'dev.tideway.resource.updated',
@@ -142,6 +143,15 @@ describe('the backup handler, before a snapshot', () => {
       pendingAbort: expect.stringMatching(/b1/),
     });
     expect(w.published).toEqual(['dev.tideway.backup.failed']);
+  });
+
+  it('after an attempt (its source lost mid-stream), waits however old the Backup is, until its retries would run out', async () => {
+    const w = await world({ createdMinutesAgo: 30, attempts: 1, delivery: 48 });
+    expect(await w.handler()).toMatchObject({ kind: 'retry', reason: 'WaitingForSource' });
+    expect(w.status()).toMatchObject({ attempts: 1, phase: 'Pending' });
+    const last = await world({ createdMinutesAgo: 30, attempts: 1, delivery: 49 });
+    expect(await last.handler()).toEqual({ kind: 'done' });
+    expect(last.status()).toMatchObject({ phase: 'Failed', error: { reason: 'NoSource' } });
   });
 
   it('with attempts left and no source, waits, as a first attempt does', async () => {

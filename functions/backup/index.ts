@@ -44,7 +44,7 @@ import { BackupDeletedError, ClusterBusyError, keysOf, storeSpecOf, type Taken, 
 import { loadTarget } from './targets/index.ts';
 import type { BackupTarget } from './targets/types.ts';
 
-/** How long a Backup waits for its cluster to have an instance to take a snapshot from. */
+/** How long a Backup waits, before its first attempt, for its cluster to have an instance to take a snapshot from. */
 const SOURCE_WAIT_MS = 10 * 60_000;
 
 const attemptsLimit = (env: HandlerContext['env']) => Math.max(1, Number(env.TIDEWAY_BACKUP_ATTEMPTS) || 5);
@@ -252,8 +252,14 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
   if (sources.list.length === 0) {
     const message = `${ref.kind} ${ref.name} has no instance to take a snapshot from: ${sources.none}`;
     const created = new Date(backup.metadata.creationTimestamp ?? now).getTime();
-    if (now.getTime() - created > SOURCE_WAIT_MS)
-      return failBackup(loaded, ctx, event, { reason: 'NoSource', message }, rc);
+    // Before any attempt, 10 minutes from the Backup's making. After one (its source lost in a
+    // failover, say), the Backup's age says nothing of how long it has waited: it waits for as
+    // long as this delivery's retries last, ending before the runtime would give up on them.
+    const waitedOut =
+      (status.attempts ?? 0) === 0
+        ? now.getTime() - created > SOURCE_WAIT_MS
+        : ctx.attempt >= ctx.maxAttempts - 1;
+    if (waitedOut) return failBackup(loaded, ctx, event, { reason: 'NoSource', message }, rc);
     ctx.fence();
     await writeStatus((s) =>
       withCondition(
