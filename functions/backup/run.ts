@@ -124,13 +124,7 @@ export const takeBackup = async (o: {
     ctx.withLock(clusterKey, { waitMs: tried.size === 0 ? 0 : LOCK_WAIT_MS }, async () => {
       for (const source of (await target.sources(preference)).list) {
         if (tried.has(source.pod) || tried.size >= MAX_SOURCES_PER_ATTEMPT) continue;
-        if (tried.size === 0) {
-          await o.onStart();
-          // This Backup's runs are serialized by its lock: an upload of its key that is still
-          // open is left over (a crash, an abort that could not reach the store). Also the first
-          // request, so a missing bucket or wrong credentials fail before any snapshot is taken.
-          await resolved.store.abortUnfinished(keys.object);
-        }
+        if (tried.size === 0) await o.onStart();
         tried.add(source.pod);
         ctx.fence();
         await o.onSource(source);
@@ -147,6 +141,11 @@ export const takeBackup = async (o: {
       return undefined;
     });
 
+  // This Backup's runs are serialized by its lock: an upload of its key that is still open is left
+  // over (a crash, an abort that could not reach the store). Also the first request, so a missing
+  // bucket or wrong credentials fail before any snapshot is taken; and outside the cluster's lock,
+  // which a store that is slow to answer must never hold (health's failovers wait for it).
+  await resolved.store.abortUnfinished(keys.object);
   for (;;) {
     const next = await openNext();
     if (!next) {

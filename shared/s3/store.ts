@@ -41,6 +41,8 @@ export type S3StoreConfig = {
   concurrency?: number;
   /** Told when an abort failed and parts stay behind until abortUnfinished. */
   onAbortFailed?: (key: string, error: unknown) => void;
+  /** S3_SILENCE_MS unless said (tests). */
+  silenceMs?: number;
 };
 
 /**
@@ -53,6 +55,9 @@ export type S3StoreConfig = {
  * is refused by the server (BadDigest); the object as a whole is checked against the backup's
  * SHA-256 on the way back (shared/backup/pipeline.ts openStored).
  */
+/** How long a request may go without a byte either way before it fails (and is retried). */
+export const S3_SILENCE_MS = 120_000;
+
 export const s3Store = (c: S3StoreConfig): ObjectStore => {
   const client = new S3Client({
     region: c.region,
@@ -64,7 +69,10 @@ export const s3Store = (c: S3StoreConfig): ObjectStore => {
     // accept, and the backup carries its own SHA-256, checked on the way back.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000 },
+    // A server that accepts a request and then says nothing fails it after two minutes of silence
+    // (the socket's idle time; a slow upload that moves goes on): the SDK's requestTimeout only
+    // warns unless told to throw, and would cut a large part that is still moving.
+    requestHandler: { connectionTimeout: 5000, socketTimeout: c.silenceMs ?? S3_SILENCE_MS },
   });
   // A part's body goes unhashed (its CRC-32 header is signed instead): the signer takes a payload
   // hash that is already set, as S3 allows.
