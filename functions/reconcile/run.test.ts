@@ -481,7 +481,8 @@ describe('runReconcile', () => {
     expect(outcome).toEqual(retryAfter(200, 'Switchover'));
     expect(acts(w)).toEqual([
       'apply sts replicas=4',
-      'status master=r-3 phase=Ready',
+      // Not Ready while the master is above the new size (it was, before: a lie for kubectl wait).
+      'status master=r-3 phase=Degraded',
       'switchover r-3 → r-1',
     ]);
     expect(w.calls.switchover[0]).toMatchObject({ cluster: loaded, password: 'pw' });
@@ -519,7 +520,7 @@ describe('runReconcile', () => {
       { spec: { replicas: 2 } },
     );
     expect(await run(api, w)).toEqual(retryAfter(2000, 'Restoring'));
-    expect(acts(w)).toEqual(['apply sts replicas=4', 'status master=r-3 phase=Ready']);
+    expect(acts(w)).toEqual(['apply sts replicas=4', 'status master=r-3 phase=Degraded']);
     expect(condition(api.stored.status, 'Reconciled')).toMatchObject({
       reason: 'Restoring',
       message: 'a restore runs: loading backup b1',

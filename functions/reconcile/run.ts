@@ -9,7 +9,7 @@ import { hasFinalizer } from '../../shared/rediscluster/finalizer.ts';
 import { splitPods } from '../../shared/rediscluster/kube.ts';
 import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
-import { observe } from '../../shared/rediscluster/observed.ts';
+import { allInSync, observe } from '../../shared/rediscluster/observed.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
 import { recordHistory } from '../../shared/rediscluster/promotion.ts';
 import { restoringNow } from '../../shared/rediscluster/restoring.ts';
@@ -148,7 +148,7 @@ export const runReconcile = async (
         await ports.probeInstances(rc.metadata.name, pods, passwords)
       : instances;
   const o = observe(rc, after, plan.master, pods);
-  const inSync = converged && o.phase === 'Ready' && o.nodes?.every((n) => n.ready) === true;
+  const inSync = converged && allInSync(rc, o);
   const m = after.find((i) => i.pod === plan.master);
 
   // At most one disruptive step per run, and only from a cluster in sync.

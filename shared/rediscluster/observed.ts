@@ -68,11 +68,15 @@ export const observe = (
           : {}),
       };
     });
-  const readyReplicas = nodes.filter((n) => n.ready).length;
+  // What the spec asks for: instances above it (the master among them while a scale-down hands
+  // its role over) serve for now, and make no cluster of the spec's size Ready.
+  const inSpec = new Set(instances.filter((i) => i.ordinal < desired).map((i) => i.pod));
+  const readyReplicas = nodes.filter((n) => n.ready && inSpec.has(n.pod)).length;
+  const masterAbove = m !== undefined && !inSpec.has(m.pod);
   const versions = [...new Set(instances.filter((i) => i.version).map((i) => i.version))];
   const stuck = stuckPods(pods);
   const phase: NonNullable<RedisClusterStatus['phase']> =
-    masterServes && readyReplicas >= desired
+    masterServes && !masterAbove && readyReplicas >= desired
       ? 'Ready'
       : !rc.status?.master ||
           rc.status.phase === 'Creating' ||
@@ -101,7 +105,7 @@ export const observe = (
             reason: stuck[0]?.reason ?? (masterServes ? 'InstancesNotReady' : 'MasterNotReady'),
             message: stuck.length
               ? stuck.map((s) => `${s.pod}: ${s.reason}${s.message ? ` (${s.message})` : ''}`).join('; ')
-              : `${readyReplicas}/${desired} instances ready${masterServes ? '' : `; master ${master ?? '(none yet)'} is not serving`}`,
+              : `${readyReplicas}/${desired} instances ready${masterServes ? '' : `; master ${master ?? '(none yet)'} is not serving`}${masterAbove ? `; master ${master} is above the spec's ${desired} instances and hands its role over first` : ''}`,
           },
   ];
   return {
@@ -114,4 +118,17 @@ export const observe = (
     nodes,
     conditions,
   };
+};
+
+/**
+ * Every instance plays its part — each the spec asks for, and a master above them that a
+ * scale-down hands its role over from — and no bootstrap waits for its data: when a disruptive
+ * step (a restart, a switchover) may be taken. Not `Ready`, which a master above the spec's
+ * instances withholds: a scale-down's switchover needs this first.
+ */
+export const allInSync = (rc: RedisCluster, o: Pick<Observed, 'nodes'>) => {
+  const desired = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas;
+  return (
+    !bootstrapPending(rc) && (o.nodes?.length ?? 0) >= desired && o.nodes?.every((n) => n.ready) === true
+  );
 };
