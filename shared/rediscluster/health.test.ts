@@ -374,6 +374,28 @@ describe('promotion: only a replica that holds the data', () => {
     );
   });
 
+  it('judges a fenced master with no keys by its keys only where its id and offset do not place it, and only against this data', () => {
+    const history = { id: 'a', offset: 1000 };
+    const fencedAt = (offset: number, replid = 'a') =>
+      ({
+        ...replica(0, offset),
+        keys: 0,
+        replication: { ...replica(0, offset).replication!, replid, linkUp: false, masterHost: '127.0.0.1' },
+      }) as Instance;
+    const withKeys = (i: Instance) => ({ ...i, keys: 5 }) as Instance;
+    // Placed in the history (an RDB at offset 1000, a drained queue): a replica further back that
+    // still holds keys is not ahead of it; promoting it would bring deleted keys back.
+    const older = withKeys(replica(1, 900, 0, { linkDownSeconds: 4 }));
+    expect(masterBehind([fencedAt(1000), older], fencedAt(1000), history)).toBeUndefined();
+    // Not placed (a restart from its append-only file alone: offset 1 of a fresh id): the keys
+    // of an instance of this history say it lost them.
+    const fresh = fencedAt(1, 'e'.repeat(40));
+    expect(masterBehind([fresh, older], fresh, history)?.pod).toBe('r-1');
+    // ...but not an old volume's of another history, which holds no part of this data.
+    const foreign = withKeys(replica(1, 900, 0, { replid: 'f'.repeat(40), linkDownSeconds: 4 }));
+    expect(masterBehind([fresh, foreign], fresh, history)).toBeUndefined();
+  });
+
   it('after a restart of every instance, promotes a replica of the history that holds more than the fenced master', () => {
     const fenced = {
       ...replica(0, 40),

@@ -4,7 +4,7 @@ import type { ConditionInput } from '../kube/conditions.ts';
 import { FAILOVER_AFTER_MIN } from './admission.ts';
 import { REDIS_PORT } from './names.ts';
 import type { Instance } from './probe.ts';
-import { type History, historyIds, promotionCandidates } from './promotion.ts';
+import { type History, historyIds, promotionCandidates, withoutHistory } from './promotion.ts';
 
 export type Assessment = {
   healthy: ConditionInput;
@@ -27,9 +27,12 @@ const answers = (i: Instance | undefined) => i?.replication !== undefined && !i.
  * the replicas, so it counts as lost, like one that does not answer. An instance of another
  * history (an old volume, a server promoted empty elsewhere) says nothing about this data,
  * whatever its offset: it makes no master lost. With no history recorded yet, any instance counts.
- * And a master that holds no keys is behind any instance that holds some, whatever its history:
- * after a restart from an append-only file alone a server's id and offset (1) are those of an
- * empty one, and reinstating the empty master would leave the data on the others out of service.
+ * And a master that holds no keys, whose id and offset do not place it in the history, is behind
+ * any instance of the history (or restarted from its append-only file) that holds some: after a
+ * restart from an append-only file alone a server's id and offset (1) are those of an empty one,
+ * and reinstating the empty master would leave the data on the others out of service. One the
+ * history places (an RDB keeps its id and offset) is judged by offsets alone: no keys there is
+ * the data at that point.
  */
 export const masterBehind = (instances: readonly Instance[], m: Instance | undefined, history?: History) => {
   const r = m?.replication;
@@ -40,9 +43,17 @@ export const masterBehind = (instances: readonly Instance[], m: Instance | undef
     ids.includes(i.replication?.replid ?? '') ||
     ids.includes(i.replication?.replid2 ?? '');
   const others = instances.filter((i) => i !== m && answers(i));
+  // Its id and offset place it in the history (an RDB keeps both): an empty data set there is
+  // the data at that point (a drained queue), and the offsets alone judge it.
+  const placed = ids.length > 0 && (ids.includes(r.replid) || ids.includes(r.replid2)) && r.offset > 1;
   return (
     others.find((i) => ofHistory(i) && (i.replication?.offset ?? 0) > Math.max(0, r.offset)) ??
-    (m.keys === 0 ? others.find((i) => (i.keys ?? 0) > 0) : undefined)
+    (m.keys === 0 && !placed
+      ? // Keys say more than an id and offset that say nothing, but only of this cluster's data
+        // (or a server's from its append-only file, which keeps no id): an old volume of
+        // another history holds no part of it.
+        others.find((i) => (i.keys ?? 0) > 0 && (ofHistory(i) || withoutHistory(i.replication, ids)))
+      : undefined)
   );
 };
 
