@@ -28,7 +28,11 @@ export const rollPassword = async (o: {
     try {
       ctx.fence();
       await onInstance(step.ip, step.connectWith, async (r) => {
-        for (const args of step.args) await r.command(...args);
+        for (const args of step.args) {
+          // Again once connected, and between commands: a run that stalled must not send them.
+          ctx.fence();
+          await r.command(...args);
+        }
       });
       // The commands carry the password: only their names go to the log.
       ctx.log.info('password', { pod: step.pod, commands: step.args.map((a) => a.slice(0, 2).join(' ')) });

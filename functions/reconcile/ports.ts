@@ -61,7 +61,12 @@ export const realPorts = (ctx: HandlerContext): ReconcilePorts => {
     applyOwned: (o) => applyOwned({ ...o, kube: ctx.kube, fence: ctx.fence }),
     probeInstances: (cluster, pods, passwords, o) => probeInstances(cluster, pods, passwords, undefined, o),
     rollPassword: (o) => rollPassword({ ...o, ctx, recorder }),
-    command: (ip, password, args) => onInstance(ip, password, (r) => r.command(...args)),
+    command: (ip, password, args) =>
+      onInstance(ip, password, (r) => {
+        // Again once connected: a run that stalled while connecting must not send it.
+        ctx.fence();
+        return r.command(...args);
+      }),
     labelPod: (namespace, pod, role) => labelPod(ctx.kube, namespace, pod, role),
     recordEvent: (e) => recorder.record(e),
     switchover: (o) => switchover({ ...o, kube: ctx.kube, log: ctx.log, recorder, fence: ctx.fence }),

@@ -61,9 +61,11 @@ export const switchover = async (o: {
   if (!from.ip || !to.ip) throw new TemporaryError('NoAddress', 'switchover needs both pods to have an IP');
   const toIp = to.ip;
   o.fence();
-  await onInstance(from.ip, o.password, (r) =>
-    r.command('FAILOVER', 'TO', toIp, String(REDIS_PORT), 'TIMEOUT', String(timeoutMs)),
-  );
+  await onInstance(from.ip, o.password, (r) => {
+    // Again once connected: a run that stalled while connecting must not send it.
+    o.fence();
+    return r.command('FAILOVER', 'TO', toIp, String(REDIS_PORT), 'TIMEOUT', String(timeoutMs));
+  });
   // FAILOVER runs in the background: wait for the roles to swap, or for it to give up.
   const deadline = Date.now() + timeoutMs + 3000;
   for (;;) {
