@@ -109,7 +109,11 @@ const podOf = (i: Instance, revision: string, stsUid = 'sts-uid'): V1Pod => ({
       { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'r', uid: stsUid, controller: true },
     ],
   },
-  status: { phase: 'Running', ...(i.ip ? { podIP: i.ip } : {}) },
+  status: {
+    phase: 'Running',
+    ...(i.ip ? { podIP: i.ip } : {}),
+    conditions: [{ type: 'Ready', status: i.podReady ? 'True' : 'False' }],
+  },
 });
 
 /**
@@ -443,6 +447,23 @@ describe('runReconcile', () => {
     expect(condition(s, 'Ready')).toMatchObject({ status: 'False', reason: 'MasterNotReady' });
     // While the master is lost, the StatefulSet keeps its size (no scale-down removes a candidate).
     expect(w.calls.applyOwned[0]?.stsReplicas(5)).toBe(5);
+  });
+
+  it('keeps the StatefulSet’s size while the master’s pod is not Ready, before health records the outage', async () => {
+    // Scaling 3 → 2 as r-0, the master, stops: r-2 may be the replica to promote.
+    const stopped = { ...master(0, 100, { label: 'master' }), podReady: false };
+    const w = world([
+      stopped,
+      replica(1, 90, 0, { label: 'replica' }),
+      replica(2, 100, 0, { label: 'replica' }),
+    ]);
+    const api = apiServer(w.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 2 } });
+    await run(api, w);
+    expect(w.calls.applyOwned[0]?.stsReplicas(3)).toBe(3);
+    // With the master's pod Ready, the scale-down goes ahead.
+    const ready = world([master(0, 100, { label: 'master' }), replica(1, 90, 0, { label: 'replica' })]);
+    await run(apiServer(ready.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 2 } }), ready);
+    expect(ready.calls.applyOwned[0]?.stsReplicas(3)).toBe(2);
   });
 
   it('labels no instance whose topology command failed', async () => {

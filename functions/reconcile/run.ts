@@ -11,6 +11,7 @@ import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { allInSync, observe } from '../../shared/rediscluster/observed.ts';
 import { planTopology } from '../../shared/rediscluster/plan.ts';
+import { podReady } from '../../shared/rediscluster/probe.ts';
 import { recordHistory } from '../../shared/rediscluster/promotion.ts';
 import { restoringNow } from '../../shared/rediscluster/restoring.ts';
 import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
@@ -89,8 +90,15 @@ export const runReconcile = async (
   }
   const desired = rc.spec.replicas ?? RedisClusterSpecDefaults.replicas;
   const masterOrdinal = recordedMaster ? ordinalOf(rc.metadata.name, recordedMaster) : -1;
-  const masterLost = Boolean(rc.status?.failover?.masterUnreachableSince);
   const labelled = await ports.listLabelledPods(rc);
+  // Lost as health records it, or as its pod already says (gone, terminating, not Ready): this run
+  // may come, on that pod's event, before health has written the outage down, and a scale-down
+  // now could remove the one replica to promote.
+  const masterPod = splitPods(rc, labelled).pods.find((p) => p.metadata?.name === recordedMaster);
+  const masterLost =
+    Boolean(rc.status?.failover?.masterUnreachableSince) ||
+    (recordedMaster !== undefined &&
+      (!masterPod || !!masterPod.metadata?.deletionTimestamp || !podReady(masterPod)));
   const applied = await ports.applyOwned({
     rc,
     auth: { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) },

@@ -48,7 +48,8 @@ export type Instance = {
   auth?: { accepts: string[]; masterauth: string };
 };
 
-const podReady = (p: V1Pod) =>
+/** The pod's Ready condition is True (kubelet's readiness probe passes). */
+export const podReady = (p: V1Pod) =>
   p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /**
