@@ -105,4 +105,43 @@ describe('takeBackup and the cluster lock', () => {
     ).rejects.toThrow('no snapshot here');
     expect(trace).toEqual(['abortUnfinished', 'lock', 'onStart under the lock', 'open', 'unlock']);
   });
+
+  it('counts an attempt whose store fails at the cleanup: a store that stays down ends the Backup after its attempts', async () => {
+    const trace: string[] = [];
+    const ctx = {
+      signal: new AbortController().signal,
+      clock: () => new Date('2026-11-28T08:00:00Z'),
+      env: {},
+      fence: () => undefined,
+      withLock: async () => {
+        trace.push('lock');
+        return undefined;
+      },
+    } as unknown as HandlerContext;
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { retry: true });
+    await expect(
+      takeBackup({
+        ctx,
+        loaded: {
+          key: { namespace: 'prod', name: 'b1' },
+          backup: { metadata: { uid: 'u-b1' }, spec: { cluster: { name: 'cache' } } },
+        } as unknown as LoadedBackup,
+        target: { ref: { kind: 'RedisCluster', name: 'cache' } } as unknown as BackupTarget,
+        spec: { s3: { bucket: 'b', credentialsSecret: { name: 's3' } } } as never,
+        resolved: {
+          store: {
+            abortUnfinished: async () => {
+              throw down;
+            },
+          },
+        } as unknown as ResolvedStore,
+        started: new Date(),
+        onStart: async () => void trace.push('onStart'),
+        onSource: async () => {},
+        onProgress: async () => {},
+        onSourceLost: async () => {},
+      }),
+    ).rejects.toBe(down);
+    expect(trace).toEqual(['onStart']);
+  });
 });

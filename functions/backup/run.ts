@@ -145,7 +145,14 @@ export const takeBackup = async (o: {
   // over (a crash, an abort that could not reach the store). Also the first request, so a missing
   // bucket or wrong credentials fail before any snapshot is taken; and outside the cluster's lock,
   // which a store that is slow to answer must never hold (health's failovers wait for it).
-  await resolved.store.abortUnfinished(keys.object);
+  try {
+    await resolved.store.abortUnfinished(keys.object);
+  } catch (error) {
+    // A store that fails here fails the attempt: counted, so a store that stays down ends the
+    // Backup after its attempts, with the store's own reason.
+    await o.onStart();
+    throw error;
+  }
   for (;;) {
     const next = await openNext();
     if (!next) {
