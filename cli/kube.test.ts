@@ -47,6 +47,14 @@ describe('loadKubeConfig: KUBECONFIG as kubectl reads it', () => {
     expect(kc.getContexts().map((c) => c.name)).toEqual(['a', 'b']);
   });
 
+  it('takes the current context from the first file that names one', async () => {
+    await writeFile(
+      file('creds.yaml'),
+      'apiVersion: v1\nkind: Config\nusers: [{ name: extra, user: { token: x } }]\n',
+    );
+    expect(load(file('creds.yaml'), file('b.yaml')).getCurrentContext()).toBe('b');
+  });
+
   it('says so when none of the files exists', () => {
     expect(() => load(file('x.yaml'), file('y.yaml'))).toThrow(
       /KUBECONFIG names .*x\.yaml.*, which does not exist/,

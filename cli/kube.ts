@@ -67,6 +67,8 @@ export const loadKubeConfig = (env: NodeJS.ProcessEnv = process.env): KubeConfig
             currentContext: more.currentContext,
           });
           kc.mergeConfig(more, true);
+          // The first file that names a current context wins, as with kubectl.
+          if (!kc.getCurrentContext() && more.currentContext) kc.setCurrentContext(more.currentContext);
         }
       }
   } catch (e) {
