@@ -135,12 +135,9 @@ describe('topology plan', () => {
     // c-0 restarted from an older snapshot (offset 50; 100 recorded); c-1 is still loading.
     const history = { id: 'r', offset: 100 };
     const fenced = replica('c-0', 0, 50, '127.0.0.1', 'master');
-    const plan = planTopology(
-      [fenced, down('c-1', 1), replica('c-2', 2, 40, '127.0.0.1')],
-      'c-0',
-      3,
-      history,
-    );
+    // Up (its pod Ready: Redis listens while it loads) and not answering yet.
+    const loading = { ...down('c-1', 1), podReady: true };
+    const plan = planTopology([fenced, loading, replica('c-2', 2, 40, '127.0.0.1')], 'c-0', 3, history);
     expect(plan.commands).toEqual([]);
     expect(plan.blocked.join()).toMatch(
       /c-0 came back at offset 50 of the 100 recorded, and c-1 does not answer, which may hold the rest: it stays fenced/,
@@ -153,11 +150,16 @@ describe('topology plan', () => {
       history,
     );
     expect(all.commands[0]).toEqual({ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] });
+    // One that may never answer (its node lost: not Ready, or terminating; no address) is not waited for.
+    for (const gone of [down('c-1', 1), { ...loading, terminating: true }, { ...loading, ip: undefined }]) {
+      const lost = planTopology([fenced, gone, replica('c-2', 2, 40, '127.0.0.1')], 'c-0', 3, history);
+      expect(lost.commands[0]).toEqual({ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] });
+    }
     // A master with all the recorded data is put back whoever is silent.
-    const whole = planTopology([replica('c-0', 0, 100, '127.0.0.1'), down('c-1', 1)], 'c-0', 2, history);
+    const whole = planTopology([replica('c-0', 0, 100, '127.0.0.1'), loading], 'c-0', 2, history);
     expect(whole.commands).toEqual([{ pod: 'c-0', ip: '10.0.0.10', args: ['REPLICAOF', 'NO', 'ONE'] }]);
     // Of another history than the record's (a restore loaded it), the record's offset says nothing.
-    const other = planTopology([fenced, down('c-1', 1)], 'c-0', 2, { id: 'q', offset: 100 });
+    const other = planTopology([fenced, loading], 'c-0', 2, { id: 'q', offset: 100 });
     expect(other.commands[0]?.args).toEqual(['REPLICAOF', 'NO', 'ONE']);
   });
 

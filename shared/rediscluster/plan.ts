@@ -101,9 +101,9 @@ const firstMaster = (instances: readonly Instance[], desired: number) => {
 };
 
 /**
- * The instances that do not answer while the recorded master answers fenced (a replica of nothing)
- * with less of the cluster's current history than the record says it had: one of them may hold
- * the rest (a replica still loading, a probe missed). Reinstating the master now would make it,
+ * The instances that are up but do not answer while the recorded master answers fenced (a replica
+ * of nothing) with less of the cluster's current history than the record says it had: one of them
+ * may hold the rest (a replica still loading, a probe missed). Reinstating the master now would make it,
  * once it answers, follow the master and drop what only it holds. Undefined when every instance
  * answers (none holds more than the master: what it has is all there is) or the master is not
  * short of the record.
@@ -112,7 +112,13 @@ export const shortOfRecord = (instances: readonly Instance[], m: Instance | unde
   const r = m?.replication;
   if (!m || !reachable(m) || r?.role !== 'replica' || r.linkUp || !history?.id) return undefined;
   if (r.replid !== history.id || r.offset >= (history.offset ?? 0)) return undefined;
-  const silent = instances.filter((i) => i !== m && !reachable(i)).map((i) => i.pod);
+  // Only a server that is up and does not answer yet (loading its data set, a probe missed): its
+  // pod is Ready (a TCP probe passes while Redis loads) and not going. One whose pod is gone, not
+  // Ready or terminating (a lost node, a crash loop) may never answer; waiting on it would keep
+  // the cluster without a master for good.
+  const silent = instances
+    .filter((i) => i !== m && !reachable(i) && i.ip && i.podReady && !i.terminating)
+    .map((i) => i.pod);
   return silent.length > 0 ? silent : undefined;
 };
 
