@@ -294,6 +294,21 @@ describe('the failover clock: measured by the deciding process only', () => {
     assessHealth(serving, [master(0, 100), replica(1, 100), replica(2, 100)], d.at(0), d.watch);
     const late = assessHealth(serving, [down(0)], d.at(SERVING_MEMORY_MS), d.watch);
     expect(late.masterUnreachableSince).toBe(d.at(0).toISOString());
+    // An 11-minute outage of the bus kept every health run away as the master died (at 30 s):
+    // the replicas that followed it to the end still qualify, and the best one takes over.
+    const e = replicaClock();
+    assessHealth(serving, [master(0, 100), replica(1, 100), replica(2, 100)], e.at(0), e.watch);
+    const after = (s: number) => [
+      down(0),
+      cut(replica(1, 100, 0, { linkDownSeconds: s })),
+      cut(replica(2, 90, 0, { linkDownSeconds: s })),
+    ];
+    assessHealth(serving, after(630), e.at(660_000), e.watch);
+    expect(assessHealth(serving, after(636), e.at(666_000), e.watch).failover).toEqual({
+      from: 'r-0',
+      to: 'r-1',
+      reason: 'MasterUnreachable',
+    });
   });
 });
 

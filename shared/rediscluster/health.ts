@@ -72,11 +72,14 @@ const fedBy = (instances: readonly Instance[], m: Instance | undefined) =>
     : undefined;
 
 /**
- * How long a process's own sight of a master serving dates a later outage: longer than any late
- * first look (a busy lock, ticks held up), far shorter than the days a process may stop watching
- * a cluster and take it back.
+ * How long a process's own sight of a master serving dates a later outage. Longer than a late
+ * first look, and than an outage of the bus or the API server that kept every health run away
+ * while the master died (a lost node that held both: minutes of eviction and volume moves), whose
+ * faithful replicas would otherwise all count as cut off before the master was lost, for good.
+ * Far shorter than the days a process may stop watching a cluster and take it back, whose old
+ * sight would let a replica cut off for a day qualify. Between the two, the choice is a bound.
  */
-export const SERVING_MEMORY_MS = 10 * 60_000;
+export const SERVING_MEMORY_MS = 60 * 60_000;
 
 /** A monotonic clock in milliseconds: it never jumps with the wall clock (performance.now). */
 export type Monotonic = () => number;
