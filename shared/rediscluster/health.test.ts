@@ -298,13 +298,13 @@ describe('the failover clock: measured by the deciding process only', () => {
     // the replicas that followed it to the end still qualify, and the best one takes over.
     const e = replicaClock();
     assessHealth(serving, [master(0, 100), replica(1, 100), replica(2, 100)], e.at(0), e.watch);
-    const after = (s: number) => [
+    const cutFor = (s: number) => [
       down(0),
       cut(replica(1, 100, 0, { linkDownSeconds: s })),
       cut(replica(2, 90, 0, { linkDownSeconds: s })),
     ];
-    assessHealth(serving, after(630), e.at(660_000), e.watch);
-    expect(assessHealth(serving, after(636), e.at(666_000), e.watch).failover).toEqual({
+    assessHealth(serving, cutFor(630), e.at(660_000), e.watch);
+    expect(assessHealth(serving, cutFor(636), e.at(666_000), e.watch).failover).toEqual({
       from: 'r-0',
       to: 'r-1',
       reason: 'MasterUnreachable',
