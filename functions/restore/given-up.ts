@@ -21,7 +21,12 @@ export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> =
   const marked =
     mark?.status === 'True' && mark.message?.startsWith(restoringMessageFor(run.loaded.key.name)) === true;
   const verdict = load && marked ? await settleLoad(run.ctx, run.rc, load) : undefined;
-  if (verdict && lookAgain(verdict, run.ctx))
+  // Looked at for at most SETTLE's 10 minutes from the give-up, however many runs (health's looks
+  // among them) came meanwhile.
+  const since = Date.parse(given.lastTransitionTime ?? '');
+  const settling =
+    !Number.isFinite(since) || run.ctx.clock().getTime() - since < SETTLE.recheckMs * SETTLE.looks;
+  if (verdict && settling && lookAgain(verdict, run.ctx))
     return retryAfter(SETTLE.recheckMs, `SettlingLoad: ${VERDICT_WORDS[verdict]}`);
   const untouched = phase !== 'Restoring' || (load?.of === 'restore' && verdict === 'untouched');
   const words = verdict

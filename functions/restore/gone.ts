@@ -31,7 +31,15 @@ export const settleLoad = async (ctx: HandlerContext, rc: RedisCluster, load: Lo
   );
   const password = passwords[t?.password ?? 0] ?? '';
   let seen = t?.ip ? await inspectOrUndefined(t.ip, password) : undefined;
-  if (t?.ip && seen && !seen.now.loading && needsPromotion(seen.now, load.feedHost)) {
+  // Only while it is the cluster's recorded master: one a failover replaced meanwhile is a replica
+  // now, and reconcile makes it follow the new master; promoting it would make two.
+  if (
+    t?.ip &&
+    seen &&
+    !seen.now.loading &&
+    rc.status?.master === load.pod &&
+    needsPromotion(seen.now, load.feedHost)
+  ) {
     ctx.fence();
     await command(t.ip, password, 'REPLICAOF', 'NO', 'ONE');
     seen = await inspectOrUndefined(t.ip, password);

@@ -283,10 +283,15 @@ describe('the restore handler', () => {
     expect(w.published).toEqual(['dev.tideway.restore.failed']);
   });
 
-  it('…a look at one that goes on is one run more of it; a look at one that is gone does nothing', async () => {
+  it('…a look at one that goes on is one run more of it, never retried on its own; a look at one that is gone does nothing', async () => {
     const going = world({ condition: waiting, marked: true });
     const [look] = await going.look();
-    expect(await handler(look!, going.ctx)).toMatchObject({ kind: 'retry', reason: 'SafetyBackup' });
+    // The run asks to look again later (its safety backup runs): its own deliveries do; the look is done.
+    expect(await handler(going.event('u-now'), going.ctx)).toMatchObject({
+      kind: 'retry',
+      reason: 'SafetyBackup',
+    });
+    expect(await handler(look!, going.ctx)).toEqual({ kind: 'done' });
     expect(going.status()).toMatchObject({ phase: 'SafetyBackup' });
     const gone = world({ condition: waiting, marked: true, markedFor: 'r9' });
     const [other] = await gone.look();
@@ -296,18 +301,31 @@ describe('the restore handler', () => {
   });
 
   it('given up on mid-load, settles the load its cluster’s mark names first: a target that does not answer is looked at again, the Restore left active', async () => {
-    const w = world({
-      phase: 'Restoring',
-      condition: { reason: 'RetriesExhausted', message: 'gave up' },
-      marked: true,
-      state: { load: { ...LOAD, delivered: true } },
-    });
+    const givenUpAt = (at: string) =>
+      world({
+        phase: 'Restoring',
+        condition: { reason: 'RetriesExhausted', message: 'gave up', lastTransitionTime: at } as never,
+        marked: true,
+        state: { load: { ...LOAD, delivered: true } },
+      });
+    // Given up 2 minutes ago (the clock says 08:00).
+    const w = givenUpAt('2026-11-27T07:58:00Z');
     expect(await handler(w.event('u-now'), w.ctx)).toMatchObject({
       kind: 'retry',
       reason: 'SettlingLoad: the master does not answer',
     });
     expect(w.status()).toMatchObject({ phase: 'Restoring' });
     expect(w.restoring()).toMatchObject({ status: 'True' });
+    // Given up 10 minutes ago or more: the looks end, however many runs came (health's looks are
+    // each a first attempt), with what is known.
+    const late = givenUpAt('2026-11-27T07:50:00Z');
+    expect(await handler(late.event('u-now'), late.ctx)).toEqual({ kind: 'done' });
+    expect(late.status()).toMatchObject({
+      phase: 'Failed',
+      conditions: expect.arrayContaining([
+        expect.objectContaining({ type: 'ClusterData', status: 'Unknown', reason: 'Interrupted' }),
+      ]),
+    });
   });
 
   it('…and leaves a load alone that the mark does not name: ended, saying so, the cluster never probed', async () => {

@@ -40,6 +40,13 @@ const zEnv = z.object({
  * Completed, or Failed / RolledBack saying which data the cluster holds. Runs lock the cluster.
  */
 export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): Promise<Outcome> => {
+  if (event.type === EventType.restoreTick) {
+    // Health's look: one run, never retried on its own — the Restore's own deliveries wait and
+    // retry, and the next look comes within 30 s while the mark stays. So looks never pile up
+    // retries, nor run out of deliveries (whose report would land on the Restore).
+    const outcome = await handleRestore(event, ctx);
+    return outcome.kind === 'retry' ? done : outcome;
+  }
   if (extension(event, 'kind') !== 'Backup') return handleRestore(event, ctx);
   // A safety backup's outcome: the Restore that waits for it goes on now.
   return onBehalf(ctx, 'a Restore did not go on at its safety backup’s outcome', async () => {
