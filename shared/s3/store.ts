@@ -133,11 +133,24 @@ export const s3Store = (c: S3StoreConfig): ObjectStore => {
       return { PartNumber, ETag: r.ETag, ChecksumCRC32 };
     },
     complete: async (Key, UploadId, Parts) => {
-      await send(`completing the upload of ${Key}`, () =>
-        client.send(
-          new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts } }),
-        ),
-      );
+      try {
+        await send(`completing the upload of ${Key}`, () =>
+          client.send(
+            new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts } }),
+          ),
+        );
+      } catch (error) {
+        // The SDK tries again when an answer is lost; a server that completed the upload on the
+        // first try then knows it no more. Not a reason to fail the Backup for good: the attempt
+        // is tried again, which writes the object anew.
+        if ((error as StoreError).reason !== 'UploadGone') throw error;
+        throw new StoreError(
+          'UploadGone',
+          `the completion of the upload of ${Key} was not confirmed (the upload is gone: completed by a try whose answer was lost, or aborted by someone else); trying again`,
+          true,
+          { cause: error },
+        );
+      }
     },
     abort: async (Key, UploadId) => {
       await send(`aborting the upload of ${Key}`, () =>
