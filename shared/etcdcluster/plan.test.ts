@@ -312,6 +312,23 @@ describe('planStep', () => {
     expect(planStep(down)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
   });
 
+  it('never restarts an outdated member whose pod is Ready for one missed status call, nor names one with no pod', () => {
+    // Mid-rollout: e-0 restarts on the new image; e-1 (old image, pod Ready) missed one status call.
+    const o = cluster(3);
+    o.pods = o.pods.map((p) => ({
+      ...p,
+      image: p.member === 'e-0' ? IMAGE : OLD,
+      healthy: p.member === 'e-2',
+      ready: p.member !== 'e-0',
+    }));
+    expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
+    // A learner with no pod at all (its pod not made again yet): nothing to restart.
+    const nopod = cluster(3, { size: 4 });
+    nopod.members = [...nopod.members, member(3, { learner: true, started: false })];
+    nopod.volumes = [...nopod.volumes, 'e-3'];
+    expect(planStep(nopod)).not.toMatchObject({ kind: 'deletePod', member: 'e-3' });
+  });
+
   it('is converged only once the client Service routes to every member (their pods Ready)', () => {
     const o = cluster(3);
     o.pods = o.pods.map((p) => ({ ...p, ready: p.member !== 'e-2' }));

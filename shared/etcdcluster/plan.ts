@@ -207,8 +207,13 @@ export const planStep = (o: Observed): Step => {
   if (strayVolume) return { kind: 'deleteVolume', member: strayVolume };
 
   // A member running an image other than the spec's while it is down (a bad image rolled back,
-  // a learner that never started): restarting it costs nothing.
-  const wrong = members.find((m) => !healthy(m) && outdated(pods.get(m.name)) && !pods.get(m.name)?.deleting);
+  // a learner that never started): restarting it costs nothing. Down by its pod too (not Ready):
+  // a member that only missed one status call is up, and restarting it would take a second
+  // member down beside the one the rollout restarts. A member with no pod has nothing to restart.
+  const wrong = members.find((m) => {
+    const pod = pods.get(m.name);
+    return !!pod && !healthy(m) && !pod.ready && outdated(pod) && !pod.deleting;
+  });
   if (wrong) return { kind: 'deletePod', member: wrong.name, reason: 'Upgrade' };
 
   // A member that never started, whose pod joins with another member list than there is now (a
