@@ -499,6 +499,13 @@ const act = async (
     case 'deletePod': {
       const pod = await core.readNamespacedPod({ namespace, name: step.member }).catch(() => undefined);
       if (!pod?.metadata?.uid) return undefined;
+      // Never one this cluster does not control (a namesake someone else made).
+      if (!controlledBy(pod, c.metadata.uid ?? ''))
+        return {
+          reason: 'PodConflict',
+          message: `not deleting ${step.member}: a pod of that name exists that is not this cluster's; Tideway neither uses nor deletes it — delete it, or rename the cluster`,
+          wait: true,
+        };
       await deleteExactly(() =>
         core.deleteNamespacedPod({
           namespace,

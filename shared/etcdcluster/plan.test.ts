@@ -324,7 +324,7 @@ describe('planStep', () => {
     expect(planStep(o)).toMatchObject({ kind: 'wait', reason: 'MembersUnhealthy' });
     // A learner with no pod at all (its pod not made again yet): nothing to restart.
     const nopod = cluster(3, { size: 4 });
-    nopod.members = [...nopod.members, member(3, { learner: true, started: false })];
+    nopod.members = [...(nopod.members ?? []), member(3, { learner: true, started: false })];
     nopod.volumes = [...nopod.volumes, 'e-3'];
     expect(planStep(nopod)).not.toMatchObject({ kind: 'deletePod', member: 'e-3' });
   });
