@@ -38,6 +38,27 @@ describe('the Healthy condition of an EtcdCluster', () => {
     expect(h.message).toContain('a majority of 3');
   });
 
+  it('says Unreachable, not QuorumLost, when none answers Tideway though a majority of member pods are Ready', () => {
+    const ready = ['e-0', 'e-1', 'e-2'].map((member) => ({
+      member,
+      healthy: false,
+      deleting: false,
+      image: 'img',
+      ready: member !== 'e-2',
+    }));
+    const h = healthOf(seen({ members: undefined, pods: ready }));
+    expect(h).toMatchObject({ status: 'False', reason: 'Unreachable' });
+    expect(h.message).toContain('2 of 3 member pods are Ready');
+    // A minority Ready: the quorum may well be lost.
+    const few = ready.map((p) => ({ ...p, ready: p.member === 'e-0' }));
+    expect(healthOf(seen({ members: undefined, pods: few }))).toMatchObject({ reason: 'QuorumLost' });
+    // Members that answer their status (with no leader) but give no member list: cut off from
+    // each other, the quorum lost.
+    const answering = { ...seen({ members: undefined, pods: ready }) };
+    answering.statuses = new Map([['e-0', { raftIndex: 5 } as unknown as EndpointStatus]]);
+    expect(healthOf(answering)).toMatchObject({ reason: 'QuorumLost' });
+  });
+
   it('says NoSpace, naming the member, when the database reached its quota', () => {
     const h = healthOf(seen({}, [{ member: 'e-1', alarm: 'NOSPACE' }]));
     expect(h).toMatchObject({ status: 'False', reason: 'NoSpace' });

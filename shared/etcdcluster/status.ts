@@ -96,6 +96,23 @@ export const healthOf = (
   lagging: readonly Lagging[] = [],
 ): { status: 'True' | 'False'; reason: string; message: string } => {
   const o = seen.observed;
+  // The pods of a majority pass their readiness probe (their members run) yet none answered
+  // Tideway even a status request: what is lost is Tideway's way to them (a NetworkPolicy on
+  // 2379, a function outside the pod network), not necessarily the quorum. Members that answer
+  // their status but not the member list have lost the quorum among themselves.
+  const readyPods = o.pods.filter((p) => p.ready && !p.deleting).length;
+  if (
+    !o.members &&
+    o.bootstrapped &&
+    o.lastKnown.length > 0 &&
+    readyPods > o.lastKnown.length / 2 &&
+    seen.statuses.size === 0
+  )
+    return {
+      status: 'False',
+      reason: 'Unreachable',
+      message: `no member answers Tideway with the member list, though ${readyPods} of ${o.lastKnown.length} member pods are Ready: can Tideway's functions reach port 2379 of the pods (a NetworkPolicy)?`,
+    };
   if (!o.members)
     return o.bootstrapped
       ? {
