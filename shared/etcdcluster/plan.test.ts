@@ -113,6 +113,17 @@ describe('planStep', () => {
     expect(planStep(added)).toEqual({ kind: 'promote', member: 'e-3', id: '103' });
   });
 
+  it('removes a learner that never started once the size no longer wants it (scaled back), instead of waiting on it for good', () => {
+    // 3 → 5, e-3's pod can never be scheduled; the size goes back to 3.
+    const stuck = cluster(3);
+    stuck.members = [...(stuck.members ?? []), member(3, { learner: true, started: false })];
+    stuck.pods = [...stuck.pods, { member: 'e-3', healthy: false, deleting: false, image: IMAGE }];
+    stuck.volumes = [...stuck.volumes, 'e-3'];
+    expect(planStep(stuck)).toEqual({ kind: 'removeMember', member: 'e-3', id: '103', reason: 'ScaleDown' });
+    // Still wanted (size 5): it is waited for.
+    expect(planStep({ ...stuck, size: 5 })).toMatchObject({ kind: 'wait', reason: 'LearnerStarting' });
+  });
+
   it('never adds a member to a cluster with an unhealthy member', () => {
     const o = cluster(3, { size: 5 });
     o.pods = o.pods.map((p) => (p.member === 'e-2' ? { ...p, healthy: false } : p));

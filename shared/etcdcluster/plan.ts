@@ -231,16 +231,22 @@ export const planStep = (o: Observed): Step => {
   });
   if (misjoined) return { kind: 'deletePod', member: misjoined.name, reason: 'Rejoin' };
 
+  // Members whose volume is being deleted still hold their data: replace before removing them.
+  const doomed = voters.filter((m) => o.volumesDeleting.includes(m.name));
+  const target = o.size + (doomed.length > 0 ? 1 : 0);
+
   const learner = members.find((m) => m.learner);
   if (learner) {
+    // No longer wanted (the size went back down while it was starting, say, on a pod that never
+    // gets scheduled): removing a learner never costs the quorum, and waiting on it would block
+    // every other step for good. Its pod and volume go as strays.
+    if (voters.length >= target && (!learner.started || !healthy(learner)))
+      return { kind: 'removeMember', member: learner.name, id: learner.id, reason: 'ScaleDown' };
     if (!learner.started || !healthy(learner))
       return { kind: 'wait', reason: 'LearnerStarting', message: `${learner.name} is starting` };
     return { kind: 'promote', member: learner.name, id: learner.id };
   }
 
-  // Members whose volume is being deleted still hold their data: replace before removing them.
-  const doomed = voters.filter((m) => o.volumesDeleting.includes(m.name));
-  const target = o.size + (doomed.length > 0 ? 1 : 0);
   if (voters.length < target) {
     if (!allHealthy) return unhealthy(members, healthy);
     return { kind: 'addLearner', member: nextMemberName(o) };
