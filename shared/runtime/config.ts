@@ -76,6 +76,12 @@ const zFunction = z.strictObject({
         .regex(/^[A-Z][A-Za-z]*$/)
         .default('Reconciled'),
       /**
+       * The kinds the failure condition is written on: the function's own objects. An event of
+       * another kind that it handles for one of them (an outcome) fails with a Warning Event
+       * only: the function may not write that kind's status. Unset: every kind.
+       */
+      failureKinds: z.array(z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'a Kubernetes kind')).optional(),
+      /**
        * Who the function must be before it acts: `own` (its own ServiceAccount, not cluster-admin;
        * shared/runtime/identity.ts) for every product function; `any` only for test and bench
        * fixtures that run with the test bed's admin kubeconfig.

@@ -192,6 +192,7 @@ export const startConsumer = async (o: ConsumerOptions): Promise<RunningConsumer
         conditionType: fn.tideway.failureCondition,
         reason,
         message,
+        ...(fn.tideway.failureKinds ? { conditionKinds: fn.tideway.failureKinds } : {}),
       },
       elog,
       o.failureStatus,

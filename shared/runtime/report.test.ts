@@ -24,7 +24,7 @@ const world = () => {
   };
   const kc = { makeApiClient: () => api } as unknown as KubeConfig;
   const log = { info: () => {}, warn: () => {}, debug: () => {}, error: () => {} } as never;
-  const report = (uid?: string, failureStatus?: FailureStatus) =>
+  const report = (uid?: string, failureStatus?: FailureStatus, conditionKinds?: string[]) =>
     reportFailure(
       kc,
       'restore',
@@ -36,6 +36,7 @@ const world = () => {
         conditionType: 'Completed',
         reason: 'RetriesExhausted',
         message: 'gave up',
+        ...(conditionKinds ? { conditionKinds } : {}),
       },
       log,
       failureStatus,
@@ -90,5 +91,16 @@ describe('reportFailure', () => {
     const other = world();
     await other.report('u-earlier', (_r, status) => ({ ...status, phase: 'Failed' }));
     expect(other.writes).toEqual([]);
+  });
+
+  it('writes no condition on a kind that is not the function’s own (an outcome it acted on), and still records the Event', async () => {
+    const w = world();
+    await w.report('u-new', undefined, ['Backup']);
+    expect(w.writes).toEqual([]);
+    expect(w.events).toHaveLength(1);
+    expect(w.events[0]?.regarding.uid).toBe('u-new');
+    const own = world();
+    await own.report('u-new', undefined, ['Restore']);
+    expect(own.writes).toHaveLength(1);
   });
 });

@@ -16,6 +16,8 @@ export type FailureReport = {
   conditionType: string;
   reason: string;
   message: string;
+  /** The kinds whose status the report writes (the function's own); unset: every kind. */
+  conditionKinds?: readonly string[];
 };
 
 /**
@@ -32,8 +34,8 @@ export const reportFailure = async (
   kinds: Readonly<Record<string, ResourceType>> = TIDEWAY_KINDS,
 ): Promise<void> => {
   const type = kinds[r.kind];
-  let uid: string | undefined;
-  if (type) {
+  let uid = r.uid;
+  if (type && (!r.conditionKinds || r.conditionKinds.includes(r.kind))) {
     try {
       const obj = await updateStatus(kc.makeApiClient(CustomObjectsApi), type, r, (o) => {
         if (r.uid && o.metadata?.uid !== r.uid) return undefined;
@@ -47,7 +49,7 @@ export const reportFailure = async (
         };
         return failureStatus ? failureStatus(r, status) : status;
       });
-      uid = r.uid ?? obj?.metadata?.uid;
+      uid ??= obj?.metadata?.uid;
     } catch (error) {
       if (!isNotFound(error)) log.warn('could not write the failure condition', { error });
     }
