@@ -94,7 +94,8 @@ export const runReconcile = async (
   // Lost as health records it, or as its pod already says (gone, terminating, not Ready): this run
   // may come, on that pod's event, before health has written the outage down, and a scale-down
   // now could remove the one replica to promote.
-  const masterPod = splitPods(rc, labelled).pods.find((p) => p.metadata?.name === recordedMaster);
+  const ownPods = splitPods(rc, labelled).pods;
+  const masterPod = ownPods.find((p) => p.metadata?.name === recordedMaster);
   const masterLost =
     Boolean(rc.status?.failover?.masterUnreachableSince) ||
     (recordedMaster !== undefined &&
@@ -102,7 +103,7 @@ export const runReconcile = async (
   const applied = await ports.applyOwned({
     rc,
     auth: { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) },
-    pods: splitPods(rc, labelled).pods,
+    pods: ownPods,
     stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
   });
   if (!('sts' in applied)) return refuse(applied);

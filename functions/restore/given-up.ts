@@ -1,5 +1,5 @@
-import { type Condition, findCondition } from '../../shared/kube/conditions.ts';
-import { RESTORING, restoringMessageFor } from '../../shared/rediscluster/restoring.ts';
+import type { Condition } from '../../shared/kube/conditions.ts';
+import { markedRestore } from '../../shared/rediscluster/restoring.ts';
 import { type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { failRestore } from './finish.ts';
 import { lookAgain, SETTLE, settleLoad, VERDICT_WORDS } from './gone.ts';
@@ -17,9 +17,7 @@ import type { Run } from './run.ts';
 export const endGivenUp = async (run: Run, given: Condition): Promise<Outcome> => {
   const phase = run.loaded.restore.status?.phase ?? 'Pending';
   const load = phase === 'Restoring' ? run.loaded.state.load : undefined;
-  const mark = findCondition(run.rc.status?.conditions as Condition[] | undefined, RESTORING);
-  const marked =
-    mark?.status === 'True' && mark.message?.startsWith(restoringMessageFor(run.loaded.key.name)) === true;
+  const marked = markedRestore(run.rc) === run.loaded.key.name;
   const verdict = load && marked ? await settleLoad(run.ctx, run.rc, load) : undefined;
   // Looked at for at most SETTLE's 10 minutes from the give-up, however many runs (health's looks
   // among them) came meanwhile.

@@ -1,11 +1,11 @@
 import type { CloudEvent } from 'cloudevents';
 import { type RedisCluster, zRestore } from '../../shared/api/generated.ts';
-import { type Condition, findCondition, setCondition } from '../../shared/kube/conditions.ts';
+import { type Condition, setCondition } from '../../shared/kube/conditions.ts';
 import { handlerRecorder, regardingOf } from '../../shared/kube/events.ts';
 import { passwordsOf } from '../../shared/rediscluster/auth.ts';
 import { listPods, readAuth } from '../../shared/rediscluster/kube.ts';
 import { probeInstances } from '../../shared/rediscluster/probe.ts';
-import { RESTORING, restoringMessageFor } from '../../shared/rediscluster/restoring.ts';
+import { markedRestore, RESTORING, restoringMessageFor } from '../../shared/rediscluster/restoring.ts';
 import { done, type HandlerContext, type Outcome, retryAfter } from '../../shared/runtime/handler.ts';
 import { readCluster, writeClusterStatus } from './kube.ts';
 import { type Load, stateOf } from './state.ts';
@@ -71,9 +71,7 @@ export const restoreGone = async (event: CloudEvent<unknown>, ctx: HandlerContex
   const r = parsed.data;
   const namespace = r.metadata.namespace ?? '';
   const rc = await readCluster(ctx.kube, namespace, r.spec.cluster.name);
-  const marked = findCondition(rc?.status?.conditions as Condition[] | undefined, RESTORING);
-  if (!rc || marked?.status !== 'True' || !marked.message?.startsWith(restoringMessageFor(r.metadata.name)))
-    return done;
+  if (!rc || markedRestore(rc) !== r.metadata.name) return done;
   const load = (() => {
     try {
       return stateOf(r.metadata.annotations).load;
