@@ -30,7 +30,7 @@ export type ReconcilePorts = {
     cluster: string,
     pods: readonly V1Pod[],
     passwords: readonly string[],
-    o?: { inspectAuth?: boolean },
+    o?: { inspectAuth?: boolean; inspectQuorum?: boolean },
   ) => Promise<Instance[]>;
   /** Rolls a password change onto the instances (password.ts). */
   rollPassword: (

@@ -127,7 +127,12 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
   const revision = o.updateRevision ?? 'rev1';
   const calls = {
     readAuth: 0,
-    probes: [] as { pods: string[]; passwords: readonly string[]; inspectAuth?: boolean }[],
+    probes: [] as {
+      pods: string[];
+      passwords: readonly string[];
+      inspectAuth?: boolean;
+      inspectQuorum?: boolean;
+    }[],
     applyOwned: [] as Parameters<ReconcilePorts['applyOwned']>[0][],
     rollPassword: [] as Parameters<ReconcilePorts['rollPassword']>[0][],
     passwords: [] as string[],
@@ -153,6 +158,7 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
       calls.applyOwned.push(x);
       if (o.refusal) return o.refusal;
       const replicas = x.stsReplicas(o.stsReplicas ?? 3);
+      if (replicas < (o.stsReplicas ?? 3)) await x.beforeScaleDown?.('sts-uid');
       effects.push(`apply sts replicas=${replicas}`);
       return {
         sts: {
@@ -167,6 +173,7 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
         pods: pods.map((x) => x.metadata?.name ?? ''),
         passwords,
         ...(p?.inspectAuth === undefined ? {} : { inspectAuth: p.inspectAuth }),
+        ...(p?.inspectQuorum === undefined ? {} : { inspectQuorum: p.inspectQuorum }),
       });
       return pods.flatMap((x) => {
         const s = state.get(x.metadata?.name ?? '');
@@ -183,6 +190,11 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
       calls.passwords.push(password);
       if (!s || o.failing?.includes(s.pod)) throw new Error('connection reset');
       const r = s.replication;
+      if (args[0] === 'CONFIG' && s.quorum) {
+        if (args[2] === 'min-replicas-to-write') s.quorum.toWrite = Number(args[3]);
+        else s.quorum.maxLag = Number(args[3]);
+        return 'OK';
+      }
       if (args[1] === 'NO') {
         s.replication = { role: 'master', offset: r?.offset ?? 0, replid: `${s.pod}-new`, replicas: [] };
         return 'OK';
@@ -350,7 +362,7 @@ describe('runReconcile', () => {
     expect(w.calls.passwords).toEqual(['new', 'new']);
     // Probed with the auth inspection for the rotation, then again (roles changed) without it.
     expect(w.calls.probes).toEqual([
-      { pods: ['r-0', 'r-1', 'r-2'], passwords: ['pw'], inspectAuth: true },
+      { pods: ['r-0', 'r-1', 'r-2'], passwords: ['pw'], inspectAuth: true, inspectQuorum: true },
       { pods: ['r-0', 'r-1', 'r-2'], passwords: ['pw'] },
     ]);
     expect(w.calls.rollPassword[0]?.instances.map((i) => i.pod)).toEqual(['r-0', 'r-1', 'r-2']);
@@ -464,6 +476,58 @@ describe('runReconcile', () => {
     const ready = world([master(0, 100, { label: 'master' }), replica(1, 90, 0, { label: 'replica' })]);
     await run(apiServer(ready.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 2 } }), ready);
     expect(ready.calls.applyOwned[0]?.stsReplicas(3)).toBe(2);
+  });
+
+  /** Servers as probed with their write quorum. */
+  const withQuorum = (servers: Instance[], toWrite: number, maxLag = 10) =>
+    servers.map((i) => ({ ...i, quorum: { toWrite, maxLag } }));
+
+  it('scaling down to one instance: the master takes min-replicas-to-write 0 before the StatefulSet shrinks', async () => {
+    const w = world(withQuorum(serving(), 1));
+    const api = apiServer(w.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 1 } });
+    await run(api, w);
+    // Before the apply: the replicas' connections close once it is applied.
+    expect(acts(w).slice(0, 2)).toEqual(['r-0: CONFIG SET min-replicas-to-write 0', 'apply sts replicas=1']);
+    expect(w.calls.probes[0]).toEqual({ pods: ['r-0'], passwords: ['pw'], inspectQuorum: true });
+    expect(w.state.get('r-0')?.quorum).toEqual({ toWrite: 0, maxLag: 10 });
+    // No scale-down while the master's pod is not Ready, and so nothing before the apply.
+    const lost = world(withQuorum([{ ...master(0, 100, { label: 'master' }), podReady: false }], 1));
+    await run(apiServer(lost.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 1 } }), lost);
+    expect(acts(lost)[0]).toBe('apply sts replicas=3');
+  });
+
+  it('sets the quorum on a fenced master before reinstating it, and sends it nothing more when that fails', async () => {
+    const fenced = (): Instance => ({
+      ...replica(0, 100, 0, { linkUp: false }),
+      replication: {
+        ...(replica(0, 100, 0).replication as Extract<Instance['replication'], { role: 'replica' }>),
+        masterHost: '127.0.0.1',
+        masterPort: 1,
+        linkUp: false,
+        linkDownSeconds: Number.POSITIVE_INFINITY,
+      },
+      quorum: { toWrite: 0, maxLag: 10 },
+    });
+    const servers = () => [
+      fenced(),
+      ...withQuorum([replica(1, 100, 0, { label: 'replica' }), replica(2, 100, 0, { label: 'replica' })], 1),
+    ];
+    const w = world(servers());
+    await run(
+      apiServer(w.effects, { master: 'r-0', phase: 'Ready', replication: { id: 'a', offset: 100 } }),
+      w,
+    );
+    const sent = acts(w).filter((e) => e.startsWith('r-0:'));
+    expect(sent).toEqual(['r-0: CONFIG SET min-replicas-to-write 1', 'r-0: REPLICAOF NO ONE']);
+
+    const broken = world(servers(), { failing: ['r-0'] });
+    await run(
+      apiServer(broken.effects, { master: 'r-0', phase: 'Ready', replication: { id: 'a', offset: 100 } }),
+      broken,
+    );
+    expect(acts(broken).filter((e) => e.startsWith('r-0:'))).toEqual([
+      'r-0: CONFIG SET min-replicas-to-write 1',
+    ]);
   });
 
   it('labels no instance whose topology command failed', async () => {

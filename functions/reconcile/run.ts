@@ -10,9 +10,11 @@ import { splitPods } from '../../shared/rediscluster/kube.ts';
 import type { LoadedCluster } from '../../shared/rediscluster/load.ts';
 import { ordinalOf } from '../../shared/rediscluster/names.ts';
 import { allInSync, observe } from '../../shared/rediscluster/observed.ts';
-import { planTopology } from '../../shared/rediscluster/plan.ts';
+import { type Command, planTopology } from '../../shared/rediscluster/plan.ts';
 import { podReady } from '../../shared/rediscluster/probe.ts';
 import { recordHistory } from '../../shared/rediscluster/promotion.ts';
+import { planQuorum } from '../../shared/rediscluster/quorum.ts';
+import { writeQuorum } from '../../shared/rediscluster/redis-conf.ts';
 import { restoringNow } from '../../shared/rediscluster/restoring.ts';
 import { planRollout, type RolloutStep } from '../../shared/rediscluster/rollout.ts';
 import { switchoverTarget } from '../../shared/rediscluster/switchover.ts';
@@ -100,11 +102,43 @@ export const runReconcile = async (
     Boolean(rc.status?.failover?.masterUnreachableSince) ||
     (recordedMaster !== undefined &&
       (!masterPod || !!masterPod.metadata?.deletionTimestamp || !podReady(masterPod)));
+  const passwords = passwordsOf(auth);
+  const quorum = writeQuorum(rc.spec.config ?? {}, desired);
+  /** Runs commands in order; after one fails, the later ones for that pod are not sent. */
+  const send = async (commands: readonly Command[], password: (c: Command) => string) => {
+    const failed = new Set<string>();
+    for (const c of commands) {
+      if (failed.has(c.pod)) continue;
+      try {
+        ctx.fence();
+        await ports.command(c.ip, password(c), c.args);
+        ctx.log.info('topology', { pod: c.pod, command: c.args.join(' ') });
+      } catch (error) {
+        if (error instanceof LockLostError) throw error;
+        failed.add(c.pod);
+        ctx.log.warn('topology command failed', { pod: c.pod, command: c.args[0], error });
+      }
+    }
+    return failed;
+  };
   const applied = await ports.applyOwned({
     rc,
     auth: { password: auth.applied, ...(auth.previous === undefined ? {} : { previous: auth.previous }) },
     pods: ownPods,
     stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
+    // The master takes a lower write quorum before the StatefulSet removes replicas, or it
+    // refuses writes (NOREPLICAS) from the moment their connections close.
+    beforeScaleDown: async (stsUid) => {
+      const master = splitPods(rc, labelled, stsUid).pods.find((p) => p.metadata?.name === recordedMaster);
+      if (!master || masterLost) return;
+      const probed = await ports.probeInstances(rc.metadata.name, [master], passwords, {
+        inspectQuorum: true,
+      });
+      await send(
+        planQuorum(probed, quorum).commands,
+        () => passwords[probed[0]?.password ?? 0] ?? auth.applied,
+      );
+    },
   });
   if (!('sts' in applied)) return refuse(applied);
   const { sts } = applied;
@@ -112,8 +146,10 @@ export const runReconcile = async (
 
   // One list for the run: what the configuration keys are kept for, and what is probed.
   const { pods, foreign } = splitPods(rc, labelled, sts.metadata?.uid);
-  const passwords = passwordsOf(auth);
-  const instances = await ports.probeInstances(rc.metadata.name, pods, passwords, { inspectAuth: true });
+  const instances = await ports.probeInstances(rc.metadata.name, pods, passwords, {
+    inspectAuth: true,
+    inspectQuorum: true,
+  });
   const rotation = await ports.rollPassword({ rc, auth, instances, regarding });
   const password = rotation.password;
   const plan = planTopology(instances, recordedMaster, desired, rc.status?.replication);
@@ -123,19 +159,12 @@ export const runReconcile = async (
     if (written?.status?.master !== plan.master) throw masterChanged();
     expectedMaster = plan.master;
   }
-  const converged = plan.commands.length === 0 && plan.labels.length === 0 && plan.blocked.length === 0;
-  const failed = new Set<string>();
-  for (const c of plan.commands) {
-    try {
-      ctx.fence();
-      await ports.command(c.ip, password, c.args);
-      ctx.log.info('topology', { pod: c.pod, command: c.args.join(' ') });
-    } catch (error) {
-      if (error instanceof LockLostError) throw error;
-      failed.add(c.pod);
-      ctx.log.warn('topology command failed', { pod: c.pod, command: c.args[0], error });
-    }
-  }
+  // The quorum first: a server promoted by these commands takes writes on its terms from the first.
+  const quorumPlan = planQuorum(instances, quorum);
+  const commands = [...quorumPlan.commands, ...plan.commands];
+  const converged =
+    commands.length === 0 && !quorumPlan.waiting && plan.labels.length === 0 && plan.blocked.length === 0;
+  const failed = await send(commands, () => password);
   for (const l of plan.labels) {
     // An instance whose command failed is not known to play its part: no label for it.
     ctx.fence();
@@ -152,7 +181,7 @@ export const runReconcile = async (
   }
 
   const after =
-    plan.commands.length > 0
+    commands.length > 0
       ? // The commands change roles, not pods: probe the same pods again.
         await ports.probeInstances(rc.metadata.name, pods, passwords)
       : instances;

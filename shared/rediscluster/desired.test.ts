@@ -2,12 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../api/generated.ts';
 import {
   authConfSecretFor,
+  configFor,
   configKeysInUse,
   configMapFor,
   renderedConfig,
   statefulSetFor,
   statefulSetReplicas,
 } from './desired.ts';
+import { FORMER_QUORUM_LINES } from './redis-conf.ts';
 
 describe('statefulSetReplicas', () => {
   it('follows spec.replicas up and down while the master serves inside the new size', () => {
@@ -89,37 +91,68 @@ describe('configuration by content', () => {
   });
 });
 
-describe('replication defaults in the configuration the pods read', () => {
-  const confOf = (spec: RedisCluster['spec']) => {
-    const rc = {
+describe('the write quorum and the configuration the pods read', () => {
+  const rcOf = (spec: RedisCluster['spec']) =>
+    ({
       apiVersion: 'tideway.dev/v1alpha1',
       kind: 'RedisCluster',
       metadata: { name: 'c', namespace: 'ns', uid: 'u' },
       spec,
-    } as RedisCluster;
-    const { key } = renderedConfig(rc);
-    return configMapFor(rc).data?.[key] ?? '';
-  };
+    }) as RedisCluster;
 
-  it('bounds split brain when there are replicas: a master with no replica in touch for 10 s refuses writes', () => {
-    for (const spec of [{ replicas: 3 }, {}]) {
-      const conf = confOf(spec);
-      expect(conf).toMatch(/^min-replicas-to-write 1$/m);
-      expect(conf).toMatch(/^min-replicas-max-lag 10$/m);
+  it('is set at run time: scaling between one instance and more renders the same configuration', () => {
+    const one = renderedConfig(rcOf({ replicas: 1 }));
+    expect(renderedConfig(rcOf({ replicas: 3 }))).toEqual(one);
+    expect(one.conf).not.toMatch(/min-replicas|min-slaves/);
+  });
+
+  it("writes the user's value, under the name the user gave", () => {
+    const { conf } = renderedConfig(
+      rcOf({ replicas: 3, config: { 'min-replicas-to-write': '0', 'min-slaves-max-lag': '30' } }),
+    );
+    expect(conf.match(/^min-(replicas|slaves)-to-write .*$/gm)).toEqual(['min-replicas-to-write 0']);
+    expect(conf.match(/^min-(replicas|slaves)-max-lag .*$/gm)).toEqual(['min-slaves-max-lag 30']);
+  });
+
+  // What earlier versions wrote for a cluster with replicas: the quorum lines after Tideway's own.
+  const former = (conf: string, lines: readonly string[]) =>
+    conf.replace(
+      'repl-diskless-sync-delay 1\n',
+      `repl-diskless-sync-delay 1\n${lines.map((l) => `${l}\n`).join('')}`,
+    );
+
+  it('keeps the key pods mount when it differs only by the quorum lines earlier versions wrote: an upgrade restarts nothing', () => {
+    const rc = rcOf({ replicas: 3, config: { 'maxmemory-policy': 'allkeys-lru' } });
+    const rendered = renderedConfig(rc);
+    for (const lines of [FORMER_QUORUM_LINES, ['min-replicas-max-lag 10']]) {
+      const old = former(rendered.conf, lines);
+      expect(old).not.toBe(rendered.conf);
+      const existing = { 'redis-old.conf': old };
+      expect(configFor(rc, { existing, mounted: 'redis-old.conf' })).toEqual({
+        conf: old,
+        key: 'redis-old.conf',
+      });
+      const cm = configMapFor(rc, {
+        existing,
+        mounted: 'redis-old.conf',
+        inUse: new Set(['redis-old.conf']),
+      });
+      expect(cm.data).toEqual({ 'redis-old.conf': old });
     }
   });
 
-  it('leaves a single instance writable: no min-replicas-to-write without replicas', () => {
-    const conf = confOf({ replicas: 1 });
-    expect(conf).not.toMatch(/min-replicas|min-slaves/);
-  });
-
-  it("lets spec.config win, under either name, and writes the user's value only", () => {
-    const conf = confOf({
-      replicas: 3,
-      config: { 'min-replicas-to-write': '0', 'min-slaves-max-lag': '30' },
-    });
-    expect(conf.match(/^min-(replicas|slaves)-to-write .*$/gm)).toEqual(['min-replicas-to-write 0']);
-    expect(conf.match(/^min-(replicas|slaves)-max-lag .*$/gm)).toEqual(['min-slaves-max-lag 30']);
+  it("moves to the rendered key when anything else differs, or the lines are the user's", () => {
+    const rc = rcOf({ replicas: 3, config: { 'maxmemory-policy': 'allkeys-lru' } });
+    const rendered = renderedConfig(rc);
+    const other = former(
+      renderedConfig(rcOf({ replicas: 3, config: { 'maxmemory-policy': 'noeviction' } })).conf,
+      FORMER_QUORUM_LINES,
+    );
+    expect(configFor(rc, { existing: { old: other }, mounted: 'old' })).toEqual(rendered);
+    // In the user's part, the same line is a setting of the user's: it is not dropped to match.
+    const users = `${rendered.conf}min-replicas-to-write 1\n`;
+    expect(configFor(rc, { existing: { old: users }, mounted: 'old' })).toEqual(rendered);
+    expect(configFor(rc, { existing: {}, mounted: 'old' })).toEqual(rendered);
+    expect(configFor(rc, { existing: { old: rendered.conf } })).toEqual(rendered);
   });
 });

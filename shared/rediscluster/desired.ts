@@ -9,7 +9,7 @@ import type {
 } from '@kubernetes/client-node';
 import { type RedisCluster, RedisClusterSpecDefaults } from '../api/generated.ts';
 import { imageOf, LABEL, namesOf, REDIS_CONTAINER, REDIS_PORT, selectorLabels } from './names.ts';
-import { renderAuthConf, renderRedisConf } from './redis-conf.ts';
+import { FORMER_QUORUM_LINES, renderAuthConf, renderRedisConf } from './redis-conf.ts';
 
 // Siblings, not nested: a mount point cannot be made inside a read-only volume.
 const CONF_DIR = '/etc/tideway/conf';
@@ -66,17 +66,42 @@ export const configKeysInUse = (configMap: string, templates: readonly (V1PodSpe
   return keys;
 };
 
+/** A configuration without the lines FORMER_QUORUM_LINES names in Tideway's part (before the user's). */
+const withoutFormerQuorum = (conf: string) => {
+  const end = conf.indexOf('\n\n');
+  if (end < 0) return conf;
+  const own = conf.slice(0, end).split('\n');
+  return `${own.filter((l) => !(FORMER_QUORUM_LINES as readonly string[]).includes(l)).join('\n')}${conf.slice(end)}`;
+};
+
+/**
+ * The configuration the StatefulSet mounts: the one the spec renders, or the one it mounts now
+ * (`mounted`, a key of `existing`) when that differs only by the quorum lines earlier versions
+ * wrote, which are set at run time now: upgrading Tideway restarts no pod for them.
+ */
+export const configFor = (
+  rc: RedisCluster,
+  o: { existing?: Record<string, string>; mounted?: string } = {},
+) => {
+  const rendered = renderedConfig(rc);
+  const current = o.mounted === undefined ? undefined : o.existing?.[o.mounted];
+  return o.mounted !== undefined && current !== undefined && withoutFormerQuorum(current) === rendered.conf
+    ? { conf: current, key: o.mounted }
+    : rendered;
+};
+
 /**
  * One ConfigMap holds every configuration a pod of the cluster may read, each under a key named
- * by its content hash: the current one, and those still in use (`inUse` with their contents from
- * `existing`). A kubelet refreshes mounted ConfigMaps in running pods, so rewriting one key in
- * place would hand an unvetted redis.conf to the next restart of every pod, the master included.
+ * by its content hash: the current one (`configFor`), and those still in use (`inUse` with their
+ * contents from `existing`). A kubelet refreshes mounted ConfigMaps in running pods, so rewriting
+ * one key in place would hand an unvetted redis.conf to the next restart of every pod, the master
+ * included.
  */
 export const configMapFor = (
   rc: RedisCluster,
-  o: { existing?: Record<string, string>; inUse?: ReadonlySet<string> } = {},
+  o: { existing?: Record<string, string>; inUse?: ReadonlySet<string>; mounted?: string } = {},
 ): V1ConfigMap => {
-  const { conf, key } = renderedConfig(rc);
+  const { conf, key } = configFor(rc, o);
   const kept = Object.fromEntries(
     Object.entries(o.existing ?? {}).filter(([k]) => o.inUse?.has(k) && k !== key),
   );

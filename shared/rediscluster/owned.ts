@@ -5,6 +5,7 @@ import { applyOrRefuse, type Refusal, Refused } from '../kube/apply-owned.ts';
 import { assertOwnedOrAbsent, OwnershipConflict } from '../kube/ownership.ts';
 import {
   authConfSecretFor,
+  configFor,
   configKeysInUse,
   configMapFor,
   pdbFor,
@@ -33,6 +34,8 @@ export const applyOwned = async (o: {
   pods: readonly V1Pod[];
   /** How many pods, given the StatefulSet's replicas now (undefined before it exists). */
   stsReplicas: (current: number | undefined) => number;
+  /** Runs before the StatefulSet is given fewer replicas than it has (with its uid). */
+  beforeScaleDown?: (statefulSetUid: string) => Promise<void>;
   fence: () => void;
 }): Promise<{ sts: V1StatefulSet } | Refusal> => {
   const { rc } = o;
@@ -42,7 +45,7 @@ export const applyOwned = async (o: {
   const named = <T extends Applyable>(apiVersion: string, kind: string, name: string) =>
     ({ apiVersion, kind, metadata: { name, namespace: n.namespace } }) as T;
   try {
-    const { key } = renderedConfig(rc); // refuses a bad spec.config before anything is read
+    renderedConfig(rc); // refuses a bad spec.config before anything is read
     const others: Applyable[] = [authConfSecretFor(rc, o.auth), ...servicesFor(rc), pdbFor(rc)];
     // Every name is checked before anything is written: a conflict changes nothing at all.
     const existingConfig = await assertOwnedOrAbsent(
@@ -60,12 +63,21 @@ export const applyOwned = async (o: {
       ...o.pods.map((p) => p.spec),
       existingSts?.spec?.template?.spec,
     ]);
-    const configMap = configMapFor(rc, { existing: existingConfig?.data ?? {}, inUse });
-    const sts = statefulSetFor(rc, key, o.stsReplicas(existingSts?.spec?.replicas));
+    const [mounted, ...more] = configKeysInUse(n.configMap, [existingSts?.spec?.template?.spec]);
+    const config = {
+      existing: existingConfig?.data ?? {},
+      inUse,
+      ...(mounted !== undefined && more.length === 0 ? { mounted } : {}),
+    };
+    const replicas = o.stsReplicas(existingSts?.spec?.replicas);
+    const sts = statefulSetFor(rc, configFor(rc, config).key, replicas);
+    const configMap = configMapFor(rc, config);
     for (const obj of [configMap, ...others]) {
       o.fence();
       await applyOrRefuse(apply, obj);
     }
+    if (existingSts && replicas < (existingSts.spec?.replicas ?? 0))
+      await o.beforeScaleDown?.(existingSts.metadata?.uid ?? '');
     o.fence();
     return { sts: await applyOrRefuse(apply, sts) };
   } catch (error) {

@@ -46,6 +46,8 @@ export type Instance = {
   password?: number;
   /** With inspectAuth: SHA-256 hashes of the passwords it accepts and of its masterauth. */
   auth?: { accepts: string[]; masterauth: string };
+  /** With inspectQuorum: min-replicas-to-write and min-replicas-max-lag as the server runs them. */
+  quorum?: { toWrite: number; maxLag: number };
 };
 
 /** The pod's Ready condition is True (kubelet's readiness probe passes). */
@@ -125,6 +127,19 @@ const connectWithAny = async (ip: string, passwords: readonly string[], timeoutM
   throw new Error('no password to try');
 };
 
+/** The write quorum the server runs with (CONFIG GET takes a pattern on every version). */
+const quorumOf = async (client: RedisClient): Promise<NonNullable<Instance['quorum']>> => {
+  const reply = await client.command('CONFIG', 'GET', 'min-replicas-*');
+  const flat = Array.isArray(reply) ? reply.map(String) : [];
+  const get = (name: string) => {
+    const at = flat.indexOf(name);
+    const n = at >= 0 && at % 2 === 0 ? Number(flat[at + 1]) : Number.NaN;
+    if (!Number.isInteger(n)) throw new Error(`CONFIG GET: no ${name}`);
+    return n;
+  };
+  return { toWrite: get('min-replicas-to-write'), maxLag: get('min-replicas-max-lag') };
+};
+
 /** SHA-256 in hex, as ACL GETUSER lists passwords: compared, never the passwords themselves. */
 export const passwordHash = (password: string) => createHash('sha256').update(password).digest('hex');
 
@@ -141,14 +156,15 @@ const authOf = async (client: RedisClient): Promise<NonNullable<Instance['auth']
 
 /**
  * INFO of every pod that has an IP, in parallel, each bounded by a short timeout. With
- * `inspectAuth`, also which passwords each accepts (for the password rotation).
+ * `inspectAuth`, also which passwords each accepts (for the password rotation); with
+ * `inspectQuorum`, the write quorum it runs with (quorum.ts).
  */
 export const probeInstances = async (
   clusterName: string,
   pods: readonly V1Pod[],
   passwords: readonly string[],
   timeoutMs = 1500,
-  o: { inspectAuth?: boolean } = {},
+  o: { inspectAuth?: boolean; inspectQuorum?: boolean } = {},
 ): Promise<Instance[]> =>
   Promise.all(
     pods
@@ -180,6 +196,13 @@ export const probeInstances = async (
             ...(o.inspectAuth && info.replication
               ? await authOf(client).then(
                   (auth) => ({ auth }),
+                  () => ({}),
+                )
+              : {}),
+            // Unknown when the server does not say: nothing is set on it then (quorum.ts).
+            ...(o.inspectQuorum && info.replication
+              ? await quorumOf(client).then(
+                  (quorum) => ({ quorum }),
                   () => ({}),
                 )
               : {}),

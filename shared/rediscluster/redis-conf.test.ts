@@ -8,6 +8,7 @@ import {
   UNSAFE_DIRECTIVES,
   VALUE_RULES,
   validateConfig,
+  writeQuorum,
 } from './redis-conf.ts';
 
 const o = { authInclude: '/etc/tideway/auth/auth.conf', dataDir: '/data' };
@@ -97,22 +98,28 @@ describe('what spec.config may hold', () => {
   });
 });
 
-describe('replication defaults', () => {
-  it('with replicas, the master stops taking writes that no replica has seen for 10 s', () => {
-    const conf = renderRedisConf({}, { ...o, replicas: 3 });
-    expect(conf).toContain('min-replicas-to-write 1\n');
-    expect(conf).toContain('min-replicas-max-lag 10\n');
+describe('write quorum', () => {
+  it('with replicas, the master needs one replica in touch within 10 s; a single instance none', () => {
+    expect(writeQuorum({}, 3)).toEqual({ toWrite: 1, maxLag: 10 });
+    expect(writeQuorum({}, 2)).toEqual({ toWrite: 1, maxLag: 10 });
+    expect(writeQuorum({}, 1)).toEqual({ toWrite: 0, maxLag: 10 });
   });
 
-  it('sets none for a single instance, or when the count is not given', () => {
-    expect(renderRedisConf({}, { ...o, replicas: 1 })).not.toMatch(/min-replicas/);
-    expect(renderRedisConf({}, o)).not.toMatch(/min-replicas/);
+  it("takes the user's value under either name and in any case", () => {
+    expect(writeQuorum({ 'min-slaves-to-write': '0' }, 3)).toEqual({ toWrite: 0, maxLag: 10 });
+    expect(writeQuorum({ 'MIN-REPLICAS-TO-WRITE': '2', 'min-slaves-max-lag': '30' }, 3)).toEqual({
+      toWrite: 2,
+      maxLag: 30,
+    });
   });
 
-  it("leaves a directive the user set (under either name) to the user's value", () => {
-    const conf = renderRedisConf({ 'min-slaves-to-write': '0' }, { ...o, replicas: 2 });
-    expect(conf).not.toMatch(/min-replicas-to-write/);
-    expect(conf).toContain('min-slaves-to-write 0\n');
-    expect(conf).toContain('min-replicas-max-lag 10\n');
+  it('is not written into redis.conf, so a change of replicas renders the same file', () => {
+    const three = renderRedisConf({}, { ...o, replicas: 3 });
+    expect(three).not.toMatch(/min-replicas/);
+    expect(renderRedisConf({}, { ...o, replicas: 1 })).toBe(three);
+    // What the user sets is written as set.
+    expect(renderRedisConf({ 'min-slaves-to-write': '0' }, { ...o, replicas: 2 })).toContain(
+      'min-slaves-to-write 0\n',
+    );
   });
 });

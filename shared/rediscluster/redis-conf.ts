@@ -87,14 +87,32 @@ export const VALUE_RULES = [
 export type ValueRule = (typeof VALUE_RULES)[number];
 
 /**
- * Defaults for a cluster with replicas (spec.config may override each): the master stops taking
- * writes when no replica has been in touch for 10 s, so a master cut off from its replicas cannot
- * take writes that a failover would then lose.
+ * What a master of the cluster needs to take writes, as `min-replicas-to-write` and
+ * `min-replicas-max-lag` say it: by default, with replicas, one replica in touch within 10 s, so a
+ * master cut off from its replicas cannot take writes that a failover would then lose; a single
+ * instance needs none. spec.config may set either (or their `slave` aliases). Set at run time on
+ * every server (reconcile, quorum.ts), not in redis.conf: a change of spec.replicas then restarts
+ * nothing.
  */
-const REPLICATION_DEFAULTS = [
-  { directives: VALUE_RULES[1].directives, line: 'min-replicas-to-write 1' },
-  { directives: VALUE_RULES[2].directives, line: 'min-replicas-max-lag 10' },
-] as const;
+export const writeQuorum = (user: Record<string, string>, replicas: number) => {
+  const given = (rule: ValueRule) => {
+    const k = Object.keys(user).find((k) => (rule.directives as readonly string[]).includes(lowerAscii(k)));
+    return k === undefined ? undefined : Number(user[k]);
+  };
+  return {
+    toWrite: given(VALUE_RULES[1]) ?? (replicas > 1 ? 1 : 0),
+    maxLag: given(VALUE_RULES[2]) ?? 10,
+  };
+};
+
+export type WriteQuorum = ReturnType<typeof writeQuorum>;
+
+/**
+ * The lines earlier versions wrote into redis.conf for a cluster with replicas. A configuration
+ * that differs from today's only by them serves the same (the values are set at run time), so
+ * pods that read it are not restarted for them (desired.ts, configFor).
+ */
+export const FORMER_QUORUM_LINES = ['min-replicas-to-write 1', 'min-replicas-max-lag 10'] as const;
 
 const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
@@ -154,16 +172,14 @@ export const validateConfig = (user: Record<string, string>, replicas?: number) 
 
 /**
  * redis.conf for every instance: Tideway's directives, then the user's in a stable order. The
- * real topology is set over the network at run time (failover needs no restart). `replicas`
- * (spec.replicas) bounds min-replicas-to-write and turns on REPLICATION_DEFAULTS when above 1.
+ * real topology and the write quorum are set over the network at run time (failover and scaling
+ * need no restart). `replicas` (spec.replicas) bounds min-replicas-to-write.
  */
 export const renderRedisConf = (
   user: Record<string, string> = {},
   o: { authInclude: string; dataDir: string; replicas?: number },
 ) => {
   validateConfig(user, o.replicas);
-  const set = new Set(Object.keys(user).map(lowerAscii));
-  const replication = (o.replicas ?? 1) > 1 ? REPLICATION_DEFAULTS : [];
   const lines = [
     '# Written by Tideway. Edit spec.config of the RedisCluster instead.',
     'port 6379',
@@ -180,7 +196,6 @@ export const renderRedisConf = (
     // Defaults spec.config may override (later lines win). Redis 7 waits 5 s for more replicas
     // before a diskless full sync: every new, restarted or repointed replica would wait too.
     'repl-diskless-sync-delay 1',
-    ...replication.filter((d) => !d.directives.some((k) => set.has(k))).map((d) => d.line),
     '',
     ...Object.keys(user)
       .sort()

@@ -4,7 +4,7 @@ import { RespError } from '../../shared/redis/resp.ts';
 import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
-import { ipOf, redisAt, redisClusters, refusals, startRedisFunctions } from '../support/redis.ts';
+import { ipOf, quorumAt, redisAt, redisClusters, refusals, startRedisFunctions } from '../support/redis.ts';
 
 /**
  * A master cut off from all its replicas refuses writes within this long: docs/architecture.md
@@ -38,16 +38,6 @@ describe('redis min-replicas: a master cut off from its replicas stops taking wr
   const thaw = (pid: number) => {
     process.kill(-pid, 'SIGCONT');
     frozen.delete(pid);
-  };
-
-  const configOf = async (ip: string, password: string) => {
-    const c = await redisAt(ip, password);
-    try {
-      const get = async (k: string) => ((await c.command('CONFIG', 'GET', k)) as string[])[1];
-      return { toWrite: await get('min-replicas-to-write'), maxLag: await get('min-replicas-max-lag') };
-    } finally {
-      c.close();
-    }
   };
 
   /** One SET on the master: 'OK', or the error code of a refusal; any other failure throws. */
@@ -113,12 +103,22 @@ describe('redis min-replicas: a master cut off from its replicas stops taking wr
     const [rc] = await Promise.all([rdc.ready('guard'), rdc.ready('single')]);
     pw = await rdc.password('guard');
     const pods = await rdc.pods('guard');
+    // Set at run time (quorum.ts): the master takes it once a replica is in sync with it, which
+    // may be the run after the one that wrote Ready.
     for (const p of pods)
-      expect(await configOf(ipOf(p), pw), p.metadata?.name).toEqual({ toWrite: '1', maxLag: '10' });
+      await until(
+        `${p.metadata?.name} runs min-replicas-to-write 1, min-replicas-max-lag 10`,
+        async () => {
+          const q = await quorumAt(ipOf(p), pw);
+          return q.toWrite === '1' && q.maxLag === '10' ? q : undefined;
+        },
+        10_000,
+        250,
+      );
 
     // Redis's own default: a single instance has no replica to wait for, and stays writable.
     const single = await rdc.pods('single');
-    expect(await configOf(ipOf(single[0]), await rdc.password('single'))).toMatchObject({ toWrite: '0' });
+    expect(await quorumAt(ipOf(single[0]), await rdc.password('single'))).toMatchObject({ toWrite: '0' });
     const s = await redisAt(ipOf(single[0]), await rdc.password('single'));
     try {
       expect(await s.command('SET', 'k', 'v')).toBe('OK');

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, createNamespace, until } from '../support/bed.ts';
+import { bed, createNamespace, sleep, until } from '../support/bed.ts';
 import { installCrds } from '../support/crds.ts';
 import type { Worker } from '../support/functions.ts';
 import {
   eventReasons,
   ipOf,
   missingKeys,
+  quorumAt,
   redisAt,
   redisClusters,
   refusals,
@@ -47,6 +48,63 @@ describe('redis cluster scaling and upgrades', () => {
     );
   const masterService = async (name: string) =>
     (await b.core.readNamespacedService({ namespace: ns, name })).spec?.clusterIP ?? '';
+
+  it('scales 3 → 1 → 3 without restarting the master: it takes writes all along, the write quorum follows at run time', async () => {
+    await rdc.apply('solo', { version: '7.0', replicas: 3 });
+    const rc = await rdc.ready('solo');
+    expect(rc.status?.master).toBe('solo-0');
+    const pw = await rdc.password('solo');
+    const before = await serverPids('solo');
+    const masterIp = ipOf((await rdc.pods('solo')).find((p) => p.metadata?.name === 'solo-0'));
+    // Straight to the master, one SET every 20 ms: any refusal (NOREPLICAS) or restart shows.
+    const c = await redisAt(masterIp, pw);
+    const errors: string[] = [];
+    let writes = 0;
+    let stopped = false;
+    const loop = (async () => {
+      for (let i = 0; !stopped; i++) {
+        try {
+          await c.command('SET', `solo${i}`, '1');
+          writes++;
+        } catch (error) {
+          errors.push(error instanceof Error ? error.message : String(error));
+        }
+        await sleep(20);
+      }
+    })();
+    try {
+      await rdc.apply('solo', { version: '7.0', replicas: 1 });
+      await until(
+        'one instance, ready',
+        async () => ((await rdc.pods('solo')).length === 1 ? rdc.ready('solo') : undefined),
+        120_000,
+        500,
+      );
+      // The replicas' connections are gone: a master that still wanted one would refuse now.
+      await sleep(2000);
+      expect(await quorumAt(masterIp, pw)).toEqual({ toWrite: '0', maxLag: '10' });
+
+      await rdc.apply('solo', { version: '7.0', replicas: 3 });
+      const three = await rdc.ready('solo');
+      expect(three.status?.master).toBe('solo-0');
+      // Every server, the master once a replica is in sync with it.
+      for (const p of await rdc.pods('solo'))
+        await until(
+          `${p.metadata?.name} takes min-replicas-to-write 1`,
+          async () => ((await quorumAt(ipOf(p), pw)).toWrite === '1' ? true : undefined),
+          15_000,
+          250,
+        );
+    } finally {
+      stopped = true;
+      await loop;
+      c.close();
+    }
+    process.stdout.write(`[redis] scaling 3 → 1 → 3: ${writes} writes, ${errors.length} refused\n`);
+    expect(errors).toEqual([]);
+    expect(writes).toBeGreaterThan(100);
+    expect((await serverPids('solo'))['solo-0'], 'the master was restarted').toBe(before['solo-0']);
+  });
 
   it('scales 3 → 5 → 2 by apply: serving instances keep running, data intact, the master hands over first', async () => {
     await rdc.apply('scaled', { version: '7.0', replicas: 3 });

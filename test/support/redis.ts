@@ -231,6 +231,17 @@ export const startWriter = (host: string, password: string, prefix: string) => {
   };
 };
 
+/** The write quorum a server runs with, as CONFIG GET reports it. */
+export const quorumAt = async (ip: string, password: string) => {
+  const c = await redisAt(ip, password);
+  try {
+    const get = async (k: string) => ((await c.command('CONFIG', 'GET', k)) as string[])[1];
+    return { toWrite: await get('min-replicas-to-write'), maxLag: await get('min-replicas-max-lag') };
+  } finally {
+    c.close();
+  }
+};
+
 /** Keys missing on a server, of those given (MGET in chunks). */
 export const missingKeys = async (ip: string, password: string, keys: readonly string[]) => {
   const c = await redisAt(ip, password);
