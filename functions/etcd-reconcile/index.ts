@@ -107,21 +107,24 @@ export const handler = async (event: CloudEvent<unknown>, ctx: HandlerContext): 
     });
   if (tls && !('client' in tls)) {
     // Before the cluster formed nothing starts without it; after, running members keep what they
-    // have, and nothing changes until it is fixed.
+    // have, and nothing changes until it is fixed. Tideway then neither sees nor repairs the
+    // members: Ready and Healthy say so rather than keep what an earlier run saw.
     const formed = !!cluster.status?.clusterID;
+    const blind = `Tideway does not check or repair the members until this is fixed: ${tls.message}`;
     ctx.fence();
     await writeStatus((s) => {
       const next = formed ? s : { ...s, phase: 'Pending' as const };
-      return {
-        ...next,
-        conditions: condition(next, {
-          type: formed ? 'Reconciled' : 'Ready',
-          status: 'False',
-          reason: tls.reason,
-          message: tls.message,
-        }),
-        observedGeneration: generation,
-      };
+      const { reason } = tls;
+      const conditions = formed
+        ? [
+            { type: 'Reconciled', status: 'False' as const, reason, message: tls.message },
+            { type: 'Healthy', status: 'Unknown' as const, reason, message: blind },
+            { type: 'Ready', status: 'Unknown' as const, reason, message: blind },
+          ]
+        : [{ type: 'Ready', status: 'False' as const, reason, message: tls.message }];
+      let out: Status = { ...next, observedGeneration: generation };
+      for (const c of conditions) out = { ...out, conditions: condition(out, c) };
+      return out;
     });
     ctx.log.warn('TLS not ready', { reason: tls.reason });
     return tls.retry ? retryAfter(10_000, tls.reason) : done;

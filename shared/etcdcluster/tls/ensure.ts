@@ -112,7 +112,7 @@ export const ensureTls = async (
     if (stored && !cas)
       return {
         reason: 'TLSCASecretLost',
-        message: `Secret ${names.ca} lacks a CA certificate or key; members trust only the CAs they started with, so Tideway issues nothing new. Restore the Secret from a copy, or make a new cluster from a Backup`,
+        message: `Secret ${names.ca} lacks a CA certificate or key; members trust only the CAs they started with, so Tideway issues nothing new. Restore the Secret from a copy that keeps its ownerReferences (one this cluster does not control is refused), or make a new cluster from a Backup`,
         retry: false,
       };
     if (!stored) {
@@ -120,7 +120,7 @@ export const ensureTls = async (
       if (c.status?.clusterID || c.status?.tls?.trustedCAs || generated.some((p) => secrets.get(p)))
         return {
           reason: 'TLSCASecretLost',
-          message: `Secret ${names.ca} is gone; members trust only the CAs they started with, so Tideway issues nothing new. Restore the Secret from a copy, or make a new cluster from a Backup`,
+          message: `Secret ${names.ca} is gone; members trust only the CAs they started with, so Tideway issues nothing new. Restore the Secret from a copy that keeps its ownerReferences (one this cluster does not control is refused), or make a new cluster from a Backup`,
           retry: false,
         };
       const name = nameOf(c);
