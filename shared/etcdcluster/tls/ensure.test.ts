@@ -157,6 +157,33 @@ describe('ensureTls: the CAs members started with', () => {
     expect(leafEnds).toBeLessThanOrEqual(caEnds);
     expect(r.expiresAt.getTime()).toBeLessThanOrEqual(caEnds);
   });
+
+  it('in the CAs’ last 90 days, issues once and keeps that certificate: a new one could not end later', async () => {
+    const m = memoryStore();
+    ready(await ensureTls(m.store, cluster({}), { now, domain: 'cluster.local' }));
+    const caEnds = Date.parse(
+      new X509Certificate(m.secrets.get('main-etcd-ca')?.data['client-ca.crt'] ?? '').validTo,
+    );
+    const formed = cluster({}, { clusterID: 'abc' });
+    const at = (days: number) => ({ now: new Date(caEnds - days * DAY), domain: 'cluster.local' });
+    m.writes.length = 0;
+    ready(await ensureTls(m.store, formed, at(60)));
+    expect(m.writes.sort()).toEqual([
+      'replace main-etcd-client-tls',
+      'replace main-etcd-peer-tls',
+      'replace main-etcd-server-tls',
+    ]);
+    const issued = m.secrets.get('main-etcd-server-tls')?.data['tls.crt'];
+    // The next runs, an hour and a week later: nothing issued again.
+    m.writes.length = 0;
+    ready(await ensureTls(m.store, formed, at(60 - 1 / 24)));
+    ready(await ensureTls(m.store, formed, at(53)));
+    expect(m.writes).toEqual([]);
+    expect(m.secrets.get('main-etcd-server-tls')?.data['tls.crt']).toBe(issued);
+    // Once the CA has ended, nothing can be issued: said, not retried.
+    const over = await ensureTls(m.store, formed, at(-1));
+    expect(over).toMatchObject({ reason: 'TLSCertificateExpired', retry: false });
+  });
 });
 
 describe('ensureTls: given Secrets', () => {

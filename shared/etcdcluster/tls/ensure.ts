@@ -204,11 +204,16 @@ export const ensureTls = async (
     const current = s
       ? checkPart({ part, secret: name, files: { ...files, 'ca.crt': ca.cert }, hosts, now: o.now })
       : undefined;
+    const caEnds = new X509Certificate(ca.cert).validToDate.getTime();
+    const days = Math.min(LEAF_DAYS, Math.floor((caEnds - o.now.getTime()) / DAY_MS));
+    // In its CA's last 90 days a new certificate could end no later than the current one: it is
+    // kept, or every run would issue another.
     const fresh =
       current &&
       !isProblem(current) &&
       files['ca.crt'] === ca.cert &&
-      current.notAfter.getTime() - o.now.getTime() >= RENEW_BEFORE_MS;
+      (current.notAfter.getTime() - o.now.getTime() >= RENEW_BEFORE_MS ||
+        current.notAfter.getTime() >= o.now.getTime() + (days - 1) * DAY_MS);
     if (current && fresh) {
       checked.set(part, current);
       if (part === 'client') clientFiles = files as Record<string, string>;
@@ -220,8 +225,6 @@ export const ensureTls = async (
         : part === 'server'
           ? serverSans(c, o.domain)
           : { dns: [], ips: [] };
-    const caEnds = new X509Certificate(ca.cert).validToDate.getTime();
-    const days = Math.min(LEAF_DAYS, Math.floor((caEnds - o.now.getTime()) / DAY_MS));
     if (days < 1)
       return {
         reason: 'TLSCertificateExpired',
