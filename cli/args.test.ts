@@ -68,6 +68,9 @@ describe('parseCommand', () => {
     expect(usage(['status', 'cache', '--bogus'])).toContain('--bogus');
     expect(usage(['completion', 'fish'])).toContain('completion supports: bash, zsh');
     expect(usage(['version', '-n', 'demo'])).toContain("'tideway version' has no flag --namespace");
+    expect(parseCommand(['--version'])).toEqual({ cmd: 'version' });
+    expect(usage(['--version', '-n', 'demo'])).toContain("'tideway version' has no flag --namespace");
+    expect(usage(['status', 'c', '--version'])).toContain("'tideway status' has no flag --version");
     expect(usage(['backup', 'now', 'cache', '-n', 'Bad NS'])).toContain('namespace "Bad NS"');
   });
 

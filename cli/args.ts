@@ -38,6 +38,7 @@ export const OPTIONS = {
   'no-wait': { type: 'boolean' },
   'no-safety-backup': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
 } as const;
 export type Flag = keyof typeof OPTIONS;
 /** Flags every command takes. */
@@ -54,6 +55,7 @@ export const FLAG_HELP: { readonly [F in Flag]: string } = {
   'no-wait': 'return once the object exists',
   'no-safety-backup': 'skip the backup of the current data before restoring',
   help: 'show usage',
+  version: "print tideway's version (alone: tideway --version)",
 };
 
 /**
@@ -78,7 +80,8 @@ export const COMMANDS = {
   },
   completion: { flags: [], arg: 'shell', about: 'print a shell completion script' },
   help: { flags: [], arg: undefined, about: 'show usage' },
-  version: { flags: [], arg: undefined, about: "print tideway's version" },
+  // `tideway --version` is this command too.
+  version: { flags: ['version'], arg: undefined, about: "print tideway's version" },
 } as const satisfies Record<
   string,
   { flags: readonly Flag[]; arg: 'cluster' | 'shell' | undefined; about: string }
@@ -138,6 +141,11 @@ export const parseCommand = (argv: readonly string[]): Command => {
   }
   const v = parsed.values as Values;
   const [head, ...rest] = parsed.positionals;
+  // As most command-line tools take it; with a command it is that command's usage error.
+  if (v.version && head === undefined && !v.help) {
+    allow('version', v);
+    return { cmd: 'version' };
+  }
   if (v.help || head === undefined) return { cmd: 'help' };
   if (!isSubcommand(head)) throw new UsageError(`unknown command "${head}"`);
   const extra = (max: number) => {
