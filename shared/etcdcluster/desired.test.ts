@@ -83,6 +83,18 @@ describe('an EtcdCluster’s objects', () => {
     expect(pdbFor(c({ size: 1 })).spec?.minAvailable).toBe(1);
     // Scaling 5 → 3 (or stuck above the size): the quorum of the members there are now.
     expect(pdbFor({ ...c({ size: 3 }), status: { size: 5 } }).spec?.minAvailable).toBe(3);
+    // Three voters and a learner being added: four pods, of which three must stay (two voters).
+    const adding = {
+      size: 3,
+      members: [
+        { name: 'main-etcd-0' },
+        { name: 'main-etcd-1' },
+        { name: 'main-etcd-2' },
+        { name: 'main-etcd-3', learner: true },
+      ],
+    };
+    expect(pdbFor({ ...c({ size: 4 }), status: adding }).spec?.minAvailable).toBe(4);
+    expect(pdbFor({ ...c({ size: 3 }), status: adding }).spec?.minAvailable).toBe(3);
   });
 
   it('runs the official image of the version, or the one given', () => {

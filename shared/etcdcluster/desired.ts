@@ -89,7 +89,11 @@ export const pdbFor = (c: Owner): V1PodDisruptionBudget => ({
   kind: 'PodDisruptionBudget',
   metadata: meta(c, namesOf(c).pdb, 'members'),
   spec: {
-    minAvailable: quorumOf(Math.max(c.spec.size ?? EtcdClusterSpecDefaults.size, c.status?.size ?? 0)),
+    // A learner's pod matches the selector but does not vote: counted as one more that must stay,
+    // or a drain could take two voters of three while a member is added.
+    minAvailable:
+      quorumOf(Math.max(c.spec.size ?? EtcdClusterSpecDefaults.size, c.status?.size ?? 0)) +
+      (c.status?.members ?? []).filter((m) => m.learner).length,
     selector: { matchLabels: selectorLabels(namesOf(c).name) },
   },
 });
