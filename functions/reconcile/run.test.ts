@@ -97,6 +97,8 @@ type WorldOptions = {
   rotation?: { password: string; waiting?: string };
   /** Pods whose topology command fails. */
   failing?: string[];
+  /** Pods whose CONFIG GET of the quorum fails in a probe. */
+  unreadQuorum?: string[];
   bootstrap?: Outcome;
 };
 
@@ -122,7 +124,10 @@ const podOf = (i: Instance, revision: string, stsUid = 'sts-uid'): V1Pod => ({
  */
 const world = (servers: Instance[], o: WorldOptions = {}) => {
   const effects: string[] = [];
-  const state = new Map(servers.map((s) => [s.pod, structuredClone(s)]));
+  // Every server reports its quorum: by default redis.conf's start-up one.
+  const state = new Map(
+    servers.map((s) => [s.pod, { quorum: { toWrite: 1, maxLag: 10 }, ...structuredClone(s) }]),
+  );
   const at = (host: string) => [...state.values()].find((s) => s.ip === host);
   const revision = o.updateRevision ?? 'rev1';
   const calls = {
@@ -157,8 +162,10 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
     applyOwned: async (x) => {
       calls.applyOwned.push(x);
       if (o.refusal) return o.refusal;
-      const replicas = x.stsReplicas(o.stsReplicas ?? 3);
-      if (replicas < (o.stsReplicas ?? 3)) await x.beforeScaleDown?.('sts-uid');
+      const now = o.stsReplicas ?? 3;
+      let replicas = x.stsReplicas(now);
+      if (replicas < now && x.beforeScaleDown && !(await x.beforeScaleDown('sts-uid', replicas)))
+        replicas = now;
       effects.push(`apply sts replicas=${replicas}`);
       return {
         sts: {
@@ -177,7 +184,9 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
       });
       return pods.flatMap((x) => {
         const s = state.get(x.metadata?.name ?? '');
-        return s ? [structuredClone(s)] : [];
+        if (!s) return [];
+        const { quorum, ...rest } = structuredClone(s);
+        return [o.unreadQuorum?.includes(s.pod) ? rest : { ...rest, quorum }];
       });
     },
     rollPassword: async (x) => {
@@ -496,38 +505,74 @@ describe('runReconcile', () => {
     expect(acts(lost)[0]).toBe('apply sts replicas=3');
   });
 
-  it('sets the quorum on a fenced master before reinstating it, and sends it nothing more when that fails', async () => {
-    const fenced = (): Instance => ({
-      ...replica(0, 100, 0, { linkUp: false }),
+  /** r-0 restarted: fenced (a replica of nothing), with the start-up quorum of redis.conf. */
+  const fencedMaster = (): Instance => {
+    const r = replica(0, 100, 0).replication as Extract<Instance['replication'], { role: 'replica' }>;
+    return {
+      ...replica(0, 100, 0),
       replication: {
-        ...(replica(0, 100, 0).replication as Extract<Instance['replication'], { role: 'replica' }>),
+        ...r,
         masterHost: '127.0.0.1',
         masterPort: 1,
         linkUp: false,
         linkDownSeconds: Number.POSITIVE_INFINITY,
       },
-      quorum: { toWrite: 0, maxLag: 10 },
-    });
-    const servers = () => [
-      fenced(),
-      ...withQuorum([replica(1, 100, 0, { label: 'replica' }), replica(2, 100, 0, { label: 'replica' })], 1),
-    ];
-    const w = world(servers());
-    await run(
-      apiServer(w.effects, { master: 'r-0', phase: 'Ready', replication: { id: 'a', offset: 100 } }),
-      w,
-    );
-    const sent = acts(w).filter((e) => e.startsWith('r-0:'));
-    expect(sent).toEqual(['r-0: CONFIG SET min-replicas-to-write 1', 'r-0: REPLICAOF NO ONE']);
+      quorum: { toWrite: 1, maxLag: 10 },
+    };
+  };
+  const single = { master: 'r-0', phase: 'Ready' as const, replication: { id: 'a', offset: 100 } };
 
-    const broken = world(servers(), { failing: ['r-0'] });
-    await run(
-      apiServer(broken.effects, { master: 'r-0', phase: 'Ready', replication: { id: 'a', offset: 100 } }),
-      broken,
-    );
-    expect(acts(broken).filter((e) => e.startsWith('r-0:'))).toEqual([
-      'r-0: CONFIG SET min-replicas-to-write 1',
+  it('lowers a restarted single instance’s quorum before reinstating it, and sends nothing more when that fails', async () => {
+    const w = world([fencedMaster()], { stsReplicas: 1 });
+    await run(apiServer(w.effects, single, { spec: { replicas: 1 } }), w);
+    expect(acts(w).filter((e) => e.startsWith('r-0:'))).toEqual([
+      'r-0: CONFIG SET min-replicas-to-write 0',
+      'r-0: REPLICAOF NO ONE',
     ]);
+
+    const broken = world([fencedMaster()], { stsReplicas: 1, failing: ['r-0'] });
+    await run(apiServer(broken.effects, single, { spec: { replicas: 1 } }), broken);
+    expect(acts(broken).filter((e) => e.startsWith('r-0:'))).toEqual([
+      'r-0: CONFIG SET min-replicas-to-write 0',
+    ]);
+  });
+
+  it('gives no role to a server whose quorum could not be read, and says why it is not done', async () => {
+    const w = world([fencedMaster()], { stsReplicas: 1, unreadQuorum: ['r-0'] });
+    const api = apiServer(w.effects, single, { spec: { replicas: 1 } });
+    expect(await run(api, w)).toEqual(retryAfter(1000, 'Converging'));
+    expect(acts(w).filter((e) => e.startsWith('r-0:'))).toEqual([]);
+    expect(acts(w)).not.toContain('label r-0 master');
+    expect(condition(api.stored.status, 'Reconciled')).toMatchObject({
+      reason: 'WriteQuorum',
+      message: 'the write quorum of r-0 could not be read',
+    });
+  });
+
+  it('lowers the quorum only with the StatefulSet: a master above the new size hands over first, keeping it', async () => {
+    // 3 → 1 with the master at r-2: the StatefulSet stays at 3 until the switchover.
+    const servers = withQuorum(
+      [
+        replica(0, 100, 2, { label: 'replica' }),
+        replica(1, 100, 2, { label: 'replica' }),
+        master(2, 100, { label: 'master' }),
+      ],
+      1,
+    );
+    const w = world(servers);
+    await run(apiServer(w.effects, { master: 'r-2', phase: 'Ready' }, { spec: { replicas: 1 } }), w);
+    expect(acts(w).filter((e) => e.includes('CONFIG'))).toEqual([]);
+    expect(acts(w)).toContain('switchover r-2 → r-0');
+  });
+
+  it('keeps the StatefulSet’s size when the master could not take the lower quorum', async () => {
+    const w = world(withQuorum(serving(), 1), { failing: ['r-0'] });
+    await run(apiServer(w.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 1 } }), w);
+    expect(acts(w).slice(0, 2)).toEqual(['r-0: CONFIG SET min-replicas-to-write 0', 'apply sts replicas=3']);
+    // Nor when its quorum could not be read.
+    const u = world(withQuorum(serving(), 1), { unreadQuorum: ['r-0'] });
+    await run(apiServer(u.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 1 } }), u);
+    expect(acts(u)[0]).toBe('apply sts replicas=3');
   });
 
   it('labels no instance whose topology command failed', async () => {

@@ -103,7 +103,8 @@ export const runReconcile = async (
     (recordedMaster !== undefined &&
       (!masterPod || !!masterPod.metadata?.deletionTimestamp || !podReady(masterPod)));
   const passwords = passwordsOf(auth);
-  const quorum = writeQuorum(rc.spec.config ?? {}, desired);
+  /** The quorum for a StatefulSet of `replicas`: its real size, not the spec's, until it shrinks. */
+  const quorumFor = (replicas: number) => writeQuorum(rc.spec.config ?? {}, replicas);
   /** Runs commands in order; after one fails, the later ones for that pod are not sent. */
   const send = async (commands: readonly Command[], password: (c: Command) => string) => {
     const failed = new Set<string>();
@@ -128,16 +129,17 @@ export const runReconcile = async (
     stsReplicas: (current) => statefulSetReplicas({ desired, masterOrdinal, masterLost, current }),
     // The master takes a lower write quorum before the StatefulSet removes replicas, or it
     // refuses writes (NOREPLICAS) from the moment their connections close.
-    beforeScaleDown: async (stsUid) => {
+    beforeScaleDown: async (stsUid, replicas) => {
       const master = splitPods(rc, labelled, stsUid).pods.find((p) => p.metadata?.name === recordedMaster);
-      if (!master || masterLost) return;
+      // No master to lower: statefulSetReplicas keeps the size while it is lost.
+      if (!master || masterLost) return true;
       const probed = await ports.probeInstances(rc.metadata.name, [master], passwords, {
         inspectQuorum: true,
       });
-      await send(
-        planQuorum(probed, quorum).commands,
-        () => passwords[probed[0]?.password ?? 0] ?? auth.applied,
-      );
+      const q = planQuorum(probed, quorumFor(replicas));
+      if (q.unknown.length > 0) return false;
+      const failed = await send(q.commands, () => passwords[probed[0]?.password ?? 0] ?? auth.applied);
+      return failed.size === 0;
     },
   });
   if (!('sts' in applied)) return refuse(applied);
@@ -159,12 +161,18 @@ export const runReconcile = async (
     if (written?.status?.master !== plan.master) throw masterChanged();
     expectedMaster = plan.master;
   }
-  // The quorum first: a server promoted by these commands takes writes on its terms from the first.
-  const quorumPlan = planQuorum(instances, quorum);
-  const commands = [...quorumPlan.commands, ...plan.commands];
+  // The quorum first: a server promoted by these commands takes writes on its terms from the
+  // first. One whose quorum could not be read gets no role this run.
+  const quorumPlan = planQuorum(instances, quorumFor(stsReplicas));
+  const withheld = plan.commands.filter((c) => quorumPlan.unknown.includes(c.pod));
+  const commands = [
+    ...quorumPlan.commands,
+    ...plan.commands.filter((c) => !quorumPlan.unknown.includes(c.pod)),
+  ];
   const converged =
     commands.length === 0 && !quorumPlan.waiting && plan.labels.length === 0 && plan.blocked.length === 0;
   const failed = await send(commands, () => password);
+  for (const c of withheld) failed.add(c.pod);
   for (const l of plan.labels) {
     // An instance whose command failed is not known to play its part: no label for it.
     ctx.fence();
@@ -195,7 +203,9 @@ export const runReconcile = async (
     ? { reason: 'TopologyBlocked', message: plan.blocked.join('; ') }
     : rotation.waiting
       ? { reason: 'RotatingPassword', message: rotation.waiting }
-      : { reason: 'Applied', message: 'owned objects match the spec' };
+      : quorumPlan.waiting
+        ? { reason: 'WriteQuorum', message: quorumPlan.waiting }
+        : { reason: 'Applied', message: 'owned objects match the spec' };
   const restoring = restoringNow(rc, ctx.clock());
   if (restoring) {
     // The master is being loaded: no restart, switchover or scale-down until it is done.

@@ -9,7 +9,7 @@ import {
   statefulSetFor,
   statefulSetReplicas,
 } from './desired.ts';
-import { FORMER_QUORUM_LINES } from './redis-conf.ts';
+import { QUORUM_LINES } from './redis-conf.ts';
 
 describe('statefulSetReplicas', () => {
   it('follows spec.replicas up and down while the master serves inside the new size', () => {
@@ -100,13 +100,14 @@ describe('the write quorum and the configuration the pods read', () => {
       spec,
     }) as RedisCluster;
 
-  it('is set at run time: scaling between one instance and more renders the same configuration', () => {
+  it('is the same file for every size, every server starting with the safe quorum (set at run time after)', () => {
     const one = renderedConfig(rcOf({ replicas: 1 }));
     expect(renderedConfig(rcOf({ replicas: 3 }))).toEqual(one);
-    expect(one.conf).not.toMatch(/min-replicas|min-slaves/);
+    expect(one.conf).toMatch(/^min-replicas-to-write 1$/m);
+    expect(one.conf).toMatch(/^min-replicas-max-lag 10$/m);
   });
 
-  it("writes the user's value, under the name the user gave", () => {
+  it("writes the user's value instead, under the name the user gave", () => {
     const { conf } = renderedConfig(
       rcOf({ replicas: 3, config: { 'min-replicas-to-write': '0', 'min-slaves-max-lag': '30' } }),
     );
@@ -114,19 +115,14 @@ describe('the write quorum and the configuration the pods read', () => {
     expect(conf.match(/^min-(replicas|slaves)-max-lag .*$/gm)).toEqual(['min-slaves-max-lag 30']);
   });
 
-  // What earlier versions wrote for a cluster with replicas: the quorum lines after Tideway's own.
-  const former = (conf: string, lines: readonly string[]) =>
-    conf.replace(
-      'repl-diskless-sync-delay 1\n',
-      `repl-diskless-sync-delay 1\n${lines.map((l) => `${l}\n`).join('')}`,
-    );
+  /** The configuration of a version before 2026-11-28: the quorum lines only with replicas. */
+  const earlier = (conf: string, replicas: number) =>
+    replicas > 1 ? conf : QUORUM_LINES.reduce((c, l) => c.replace(`${l}\n`, ''), conf);
 
-  it('keeps the key pods mount when it differs only by the quorum lines earlier versions wrote: an upgrade restarts nothing', () => {
-    const rc = rcOf({ replicas: 3, config: { 'maxmemory-policy': 'allkeys-lru' } });
-    const rendered = renderedConfig(rc);
-    for (const lines of [FORMER_QUORUM_LINES, ['min-replicas-max-lag 10']]) {
-      const old = former(rendered.conf, lines);
-      expect(old).not.toBe(rendered.conf);
+  it('keeps the key pods mount when it differs only by the start-up quorum lines: an upgrade restarts nothing', () => {
+    for (const replicas of [1, 3]) {
+      const rc = rcOf({ replicas, config: { 'maxmemory-policy': 'allkeys-lru' } });
+      const old = earlier(renderedConfig(rc).conf, replicas);
       const existing = { 'redis-old.conf': old };
       expect(configFor(rc, { existing, mounted: 'redis-old.conf' })).toEqual({
         conf: old,
@@ -139,14 +135,17 @@ describe('the write quorum and the configuration the pods read', () => {
       });
       expect(cm.data).toEqual({ 'redis-old.conf': old });
     }
+    // One instance's file had no quorum lines: not the same text, kept all the same.
+    const single = rcOf({ replicas: 1 });
+    expect(earlier(renderedConfig(single).conf, 1)).not.toBe(renderedConfig(single).conf);
   });
 
   it("moves to the rendered key when anything else differs, or the lines are the user's", () => {
     const rc = rcOf({ replicas: 3, config: { 'maxmemory-policy': 'allkeys-lru' } });
     const rendered = renderedConfig(rc);
-    const other = former(
-      renderedConfig(rcOf({ replicas: 3, config: { 'maxmemory-policy': 'noeviction' } })).conf,
-      FORMER_QUORUM_LINES,
+    const other = earlier(
+      renderedConfig(rcOf({ replicas: 1, config: { 'maxmemory-policy': 'noeviction' } })).conf,
+      1,
     );
     expect(configFor(rc, { existing: { old: other }, mounted: 'old' })).toEqual(rendered);
     // In the user's part, the same line is a setting of the user's: it is not dropped to match.

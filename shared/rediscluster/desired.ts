@@ -9,7 +9,7 @@ import type {
 } from '@kubernetes/client-node';
 import { type RedisCluster, RedisClusterSpecDefaults } from '../api/generated.ts';
 import { imageOf, LABEL, namesOf, REDIS_CONTAINER, REDIS_PORT, selectorLabels } from './names.ts';
-import { FORMER_QUORUM_LINES, renderAuthConf, renderRedisConf } from './redis-conf.ts';
+import { QUORUM_LINES, renderAuthConf, renderRedisConf } from './redis-conf.ts';
 
 // Siblings, not nested: a mount point cannot be made inside a read-only volume.
 const CONF_DIR = '/etc/tideway/conf';
@@ -66,18 +66,19 @@ export const configKeysInUse = (configMap: string, templates: readonly (V1PodSpe
   return keys;
 };
 
-/** A configuration without the lines FORMER_QUORUM_LINES names in Tideway's part (before the user's). */
-const withoutFormerQuorum = (conf: string) => {
+/** A configuration without the start-up quorum lines in Tideway's part (before the user's). */
+const withoutQuorum = (conf: string) => {
   const end = conf.indexOf('\n\n');
   if (end < 0) return conf;
   const own = conf.slice(0, end).split('\n');
-  return `${own.filter((l) => !(FORMER_QUORUM_LINES as readonly string[]).includes(l)).join('\n')}${conf.slice(end)}`;
+  return `${own.filter((l) => !QUORUM_LINES.includes(l)).join('\n')}${conf.slice(end)}`;
 };
 
 /**
  * The configuration the StatefulSet mounts: the one the spec renders, or the one it mounts now
- * (`mounted`, a key of `existing`) when that differs only by the quorum lines earlier versions
- * wrote, which are set at run time now: upgrading Tideway restarts no pod for them.
+ * (`mounted`, a key of `existing`) when the two differ only by the start-up quorum lines, which
+ * earlier versions wrote only with replicas: the quorum is set at run time, so neither upgrading
+ * Tideway nor a change of size restarts a pod for them.
  */
 export const configFor = (
   rc: RedisCluster,
@@ -85,7 +86,9 @@ export const configFor = (
 ) => {
   const rendered = renderedConfig(rc);
   const current = o.mounted === undefined ? undefined : o.existing?.[o.mounted];
-  return o.mounted !== undefined && current !== undefined && withoutFormerQuorum(current) === rendered.conf
+  return o.mounted !== undefined &&
+    current !== undefined &&
+    withoutQuorum(current) === withoutQuorum(rendered.conf)
     ? { conf: current, key: o.mounted }
     : rendered;
 };

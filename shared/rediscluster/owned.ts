@@ -34,8 +34,11 @@ export const applyOwned = async (o: {
   pods: readonly V1Pod[];
   /** How many pods, given the StatefulSet's replicas now (undefined before it exists). */
   stsReplicas: (current: number | undefined) => number;
-  /** Runs before the StatefulSet is given fewer replicas than it has (with its uid). */
-  beforeScaleDown?: (statefulSetUid: string) => Promise<void>;
+  /**
+   * Runs before the StatefulSet is given fewer replicas than it has (its uid, the new count);
+   * false keeps the count it has.
+   */
+  beforeScaleDown?: (statefulSetUid: string, replicas: number) => Promise<boolean>;
   fence: () => void;
 }): Promise<{ sts: V1StatefulSet } | Refusal> => {
   const { rc } = o;
@@ -69,15 +72,16 @@ export const applyOwned = async (o: {
       inUse,
       ...(mounted !== undefined && more.length === 0 ? { mounted } : {}),
     };
-    const replicas = o.stsReplicas(existingSts?.spec?.replicas);
-    const sts = statefulSetFor(rc, configFor(rc, config).key, replicas);
     const configMap = configMapFor(rc, config);
     for (const obj of [configMap, ...others]) {
       o.fence();
       await applyOrRefuse(apply, obj);
     }
-    if (existingSts && replicas < (existingSts.spec?.replicas ?? 0))
-      await o.beforeScaleDown?.(existingSts.metadata?.uid ?? '');
+    const now = existingSts?.spec?.replicas;
+    let replicas = o.stsReplicas(now);
+    if (existingSts && now !== undefined && replicas < now && o.beforeScaleDown)
+      if (!(await o.beforeScaleDown(existingSts.metadata?.uid ?? '', replicas))) replicas = now;
+    const sts = statefulSetFor(rc, configFor(rc, config).key, replicas);
     o.fence();
     return { sts: await applyOrRefuse(apply, sts) };
   } catch (error) {

@@ -45,7 +45,7 @@ describe('planQuorum', () => {
   it('gives a replica the quorum at once, in sync or not: whichever is promoted takes writes on its terms', () => {
     expect(args(planQuorum([replicaAt(0)], one))).toEqual(['c-1: CONFIG SET min-replicas-to-write 1']);
     expect(args(planQuorum([replicaAt(1, 30)], one))).toEqual(['c-1: CONFIG SET min-replicas-max-lag 10']);
-    expect(planQuorum([replicaAt(1)], one)).toEqual({ commands: [] });
+    expect(planQuorum([replicaAt(1)], one)).toEqual({ commands: [], unknown: [] });
   });
 
   it('lowers a serving master at once (a scale-down to one instance)', () => {
@@ -75,11 +75,20 @@ describe('planQuorum', () => {
     ]);
   });
 
-  it('sets nothing where the quorum is unknown, the server does not answer or its pod goes', () => {
-    const { quorum: _q, ...unknown } = replicaAt(0);
+  it('sets nothing where the server does not answer or its pod goes', () => {
     const { replication: _r, ...silent } = replicaAt(0);
-    expect(planQuorum([unknown, silent, { ...replicaAt(0), terminating: true }], one)).toEqual({
+    expect(planQuorum([silent, { ...replicaAt(0), terminating: true }], one)).toEqual({
       commands: [],
+      unknown: [],
+    });
+  });
+
+  it('names a server that answers but whose quorum could not be read: it gets no role until it is', () => {
+    const { quorum: _q, ...unread } = replicaAt(0);
+    expect(planQuorum([unread, masterAt(1)], one)).toEqual({
+      commands: [],
+      unknown: ['c-1'],
+      waiting: 'the write quorum of c-1 could not be read',
     });
   });
 });

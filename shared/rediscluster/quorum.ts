@@ -20,18 +20,25 @@ const inTouch = (i: Instance, maxLag: number) =>
  * restore or reconcile — takes writes on those terms from its first one. A serving master takes
  * a lower one at once, and a higher one only once that many replicas are in touch with it: raised
  * earlier (a scale-up from one instance, the new replicas in their first sync) it would refuse
- * writes for nothing. `waiting` says why a master still runs with less.
+ * writes for nothing. `unknown`: servers that answer but whose quorum could not be read; no role
+ * is given to them until it is. `waiting` says why the quorum is not everywhere yet.
  */
 export const planQuorum = (
   instances: readonly Instance[],
   target: WriteQuorum,
-): { commands: Command[]; waiting?: string } => {
+): { commands: Command[]; unknown: string[]; waiting?: string } => {
   const commands: Command[] = [];
+  const unknown: string[] = [];
   const waiting: string[] = [];
   for (const i of instances) {
+    // Not answering, or on its way out: nothing to set.
+    if (!i.ip || !i.replication || i.terminating) continue;
     const q = i.quorum;
-    // Unknown, or on its way out: nothing to set.
-    if (!q || !i.ip || !i.replication || i.terminating) continue;
+    if (!q) {
+      unknown.push(i.pod);
+      waiting.push(`the write quorum of ${i.pod} could not be read`);
+      continue;
+    }
     const at = { ...i, ip: i.ip };
     if (q.maxLag !== target.maxLag) commands.push(set(at, 'min-replicas-max-lag', target.maxLag));
     if (q.toWrite === target.toWrite) continue;
@@ -46,5 +53,5 @@ export const planQuorum = (
         `${i.pod} takes min-replicas-to-write ${target.toWrite} once ${target.toWrite} replica${target.toWrite > 1 ? 's are' : ' is'} in sync with it`,
       );
   }
-  return { commands, ...(waiting.length > 0 ? { waiting: waiting.join('; ') } : {}) };
+  return { commands, unknown, ...(waiting.length > 0 ? { waiting: waiting.join('; ') } : {}) };
 };

@@ -113,13 +113,19 @@ describe('write quorum', () => {
     });
   });
 
-  it('is not written into redis.conf, so a change of replicas renders the same file', () => {
+  it('with both names set, takes the one redis.conf has last, as Redis does', () => {
+    const both = { 'min-replicas-to-write': '0', 'min-slaves-to-write': '1' };
+    expect(writeQuorum(both, 3).toWrite).toBe(1);
+    const conf = renderRedisConf(both, { ...o, replicas: 3 });
+    expect(conf.match(/^min-(replicas|slaves)-to-write .*$/gm)?.at(-1)).toBe('min-slaves-to-write 1');
+  });
+
+  it('starts every server with the safe quorum, whatever the size, unless the user sets it', () => {
     const three = renderRedisConf({}, { ...o, replicas: 3 });
-    expect(three).not.toMatch(/min-replicas/);
+    expect(three).toContain('repl-diskless-sync-delay 1\nmin-replicas-to-write 1\nmin-replicas-max-lag 10\n');
     expect(renderRedisConf({}, { ...o, replicas: 1 })).toBe(three);
-    // What the user sets is written as set.
-    expect(renderRedisConf({ 'min-slaves-to-write': '0' }, { ...o, replicas: 2 })).toContain(
-      'min-slaves-to-write 0\n',
-    );
+    const users = renderRedisConf({ 'min-slaves-to-write': '0' }, { ...o, replicas: 2 });
+    expect(users.match(/^min-(replicas|slaves)-to-write .*$/gm)).toEqual(['min-slaves-to-write 0']);
+    expect(users).toContain('min-replicas-max-lag 10\n');
   });
 });

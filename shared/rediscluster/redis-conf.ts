@@ -90,13 +90,15 @@ export type ValueRule = (typeof VALUE_RULES)[number];
  * What a master of the cluster needs to take writes, as `min-replicas-to-write` and
  * `min-replicas-max-lag` say it: by default, with replicas, one replica in touch within 10 s, so a
  * master cut off from its replicas cannot take writes that a failover would then lose; a single
- * instance needs none. spec.config may set either (or their `slave` aliases). Set at run time on
- * every server (reconcile, quorum.ts), not in redis.conf: a change of spec.replicas then restarts
- * nothing.
+ * instance needs none. spec.config may set either (or their `slave` aliases; with both, the one
+ * redis.conf has last, as Redis reads it). `replicas`: the instances the StatefulSet has now.
+ * Set at run time on every server (reconcile, quorum.ts): a change of size restarts nothing.
  */
 export const writeQuorum = (user: Record<string, string>, replicas: number) => {
   const given = (rule: ValueRule) => {
-    const k = Object.keys(user).find((k) => (rule.directives as readonly string[]).includes(lowerAscii(k)));
+    const k = Object.keys(user)
+      .sort()
+      .findLast((k) => (rule.directives as readonly string[]).includes(lowerAscii(k)));
     return k === undefined ? undefined : Number(user[k]);
   };
   return {
@@ -108,11 +110,23 @@ export const writeQuorum = (user: Record<string, string>, replicas: number) => {
 export type WriteQuorum = ReturnType<typeof writeQuorum>;
 
 /**
- * The lines earlier versions wrote into redis.conf for a cluster with replicas. A configuration
- * that differs from today's only by them serves the same (the values are set at run time), so
- * pods that read it are not restarted for them (desired.ts, configFor).
+ * The quorum every server starts with, whatever the size: the safe value. A server starts fenced
+ * (below), and reconcile sets the cluster's quorum before it gives it a role — lowering it for a
+ * single instance — so a server reconcile has not reached yet errs towards refusing writes.
+ * spec.config may override each (later lines win; the line is left out then).
  */
-export const FORMER_QUORUM_LINES = ['min-replicas-to-write 1', 'min-replicas-max-lag 10'] as const;
+const QUORUM_DEFAULTS = [
+  { directives: VALUE_RULES[1].directives, line: 'min-replicas-to-write 1' },
+  { directives: VALUE_RULES[2].directives, line: 'min-replicas-max-lag 10' },
+] as const;
+
+/**
+ * The start-up quorum lines in Tideway's part of redis.conf. Versions before 2026-11-28 wrote them
+ * only when the cluster had replicas: a configuration that differs from today's only by them
+ * serves the same (the values are set at run time), so pods that read it are not restarted for
+ * them (desired.ts, configFor).
+ */
+export const QUORUM_LINES: readonly string[] = QUORUM_DEFAULTS.map((d) => d.line);
 
 const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
@@ -173,13 +187,15 @@ export const validateConfig = (user: Record<string, string>, replicas?: number) 
 /**
  * redis.conf for every instance: Tideway's directives, then the user's in a stable order. The
  * real topology and the write quorum are set over the network at run time (failover and scaling
- * need no restart). `replicas` (spec.replicas) bounds min-replicas-to-write.
+ * need no restart); the file is the same for every size. `replicas` (spec.replicas) bounds
+ * min-replicas-to-write.
  */
 export const renderRedisConf = (
   user: Record<string, string> = {},
   o: { authInclude: string; dataDir: string; replicas?: number },
 ) => {
   validateConfig(user, o.replicas);
+  const set = new Set(Object.keys(user).map(lowerAscii));
   const lines = [
     '# Written by Tideway. Edit spec.config of the RedisCluster instead.',
     'port 6379',
@@ -196,6 +212,7 @@ export const renderRedisConf = (
     // Defaults spec.config may override (later lines win). Redis 7 waits 5 s for more replicas
     // before a diskless full sync: every new, restarted or repointed replica would wait too.
     'repl-diskless-sync-delay 1',
+    ...QUORUM_DEFAULTS.filter((d) => !d.directives.some((k) => set.has(k))).map((d) => d.line),
     '',
     ...Object.keys(user)
       .sort()
