@@ -37,6 +37,7 @@ export type ComponentName =
 export type Faults = {
   /** Stop a pod's containers and keep them down (a lost node, for that pod). */
   holdDownPod(namespace: string, name: string): Promise<void>;
+  /** The node comes back: volumes set up again, init containers run again, then the others. */
   releasePod(namespace: string, name: string): Promise<void>;
   /** Kill one container process of a pod (SIGKILL), as a crash. */
   killContainer(namespace: string, name: string, container?: string): Promise<void>;

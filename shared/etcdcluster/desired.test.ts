@@ -156,6 +156,14 @@ describe('an EtcdCluster’s objects', () => {
       'restore-secret-0',
       'restore-secret-1',
     ]);
+    // Optional: after the restore the steps read no Secret, and one gone since must not keep the
+    // pod from starting again (its steps run again after a reboot).
+    expect(
+      pod.spec?.volumes?.filter((v) => v.secret).map((v) => [v.secret?.secretName, v.secret?.optional]),
+    ).toEqual([
+      ['s3-creds', true],
+      ['backup-key', true],
+    ]);
     // Every other pod has no such steps.
     expect(
       podFor(c(), 'main-etcd-1', { state: 'existing', initialCluster: [] }).spec?.initContainers,

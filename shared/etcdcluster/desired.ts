@@ -196,7 +196,10 @@ const restoreSteps = (c: Owner, member: string, r: RestoreFrom) => {
     ],
     volumes: [
       { name: 'restore', emptyDir: {} },
-      ...secrets.map((s, i) => ({ name: secretVolume(i), secret: { secretName: s } })),
+      // Optional: once the data is in the volume the steps read no Secret (main.ts), and one
+      // deleted or rotated away since must not keep the pod from starting again after a reboot
+      // (the steps run again then). Before that, a missing one fails the fetch with its name.
+      ...secrets.map((s, i) => ({ name: secretVolume(i), secret: { secretName: s, optional: true } })),
     ],
   };
 };

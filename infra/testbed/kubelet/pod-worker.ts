@@ -490,7 +490,13 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
           r.terminated = undefined;
         }
       } else {
-        for (const r of runs.filter((x) => !x.init)) {
+        // As a node that comes back: kubelet makes the pod's sandbox again, so its volumes are
+        // set up again (a Secret deleted meanwhile shows) and its init containers run again, in
+        // order, before the others.
+        volumes = undefined;
+        for (const r of runs) {
+          if (r.init && r.terminated) r.lastTerminated = r.terminated;
+          if (r.init) r.terminated = undefined;
           r.waiting = undefined;
           r.done = false;
           r.nextStartAt = 0;

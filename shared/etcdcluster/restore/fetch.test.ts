@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -124,6 +124,10 @@ describe('fetching the snapshot a new EtcdCluster starts from', () => {
     ).catch((e: Error) => e);
     expect(error).toMatchObject({ reason: 'CredentialsSecretNotFound' });
     expect(String((error as Error).message)).not.toContain('very-secret');
+    // An optional volume whose Secret is missing: a directory with kubelet's entries only.
+    await mkdir(join(secrets, 'gone', '..2026_11_28_10_00_00.1'), { recursive: true });
+    await symlink('..2026_11_28_10_00_00.1', join(secrets, 'gone', '..data'));
+    await expect(mountedSecrets(secrets)('gone')).resolves.toBeUndefined();
   });
 
   it('looks at the member’s volume before the fetched file: a restore cut short is never "done"', async () => {

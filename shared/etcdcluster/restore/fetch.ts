@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { access, readFile, rename, rm } from 'node:fs/promises';
+import { access, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -23,7 +23,8 @@ export const mountedSecrets =
   (dir: string) =>
   async (name: string): Promise<Record<string, Buffer> | undefined> => {
     const at = join(dir, name);
-    if (!(await exists(at))) return undefined;
+    // An optional Secret volume whose Secret is missing holds no key (only kubelet's `..` entries).
+    if (!(await exists(at)) || (await readdir(at)).every((f) => f.startsWith('..'))) return undefined;
     const read = async (key: string) => readFile(join(at, key)).catch(() => undefined);
     const keys = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'key'];
     return Object.fromEntries(
