@@ -182,18 +182,22 @@ export const submit = async (
     return create(() => undefined);
   }
 
-  const noneRunning = async () => {
-    const running = (await kube.list('Restore', ns)).flatMap((raw) => {
+  /**
+   * Refuses while another Restore of the cluster runs. The running one may be this id's own: made
+   * by an earlier delivery after this one looked (a retry of a slow request). That is a replay.
+   */
+  const noneRunning = async (): Promise<Submitted | undefined> => {
+    const active = (await kube.list('Restore', ns)).flatMap((raw) => {
       const r = zRestore.safeParse(raw);
-      return r.success && r.data.spec.cluster.name === intent.cluster && isActive(r.data)
-        ? [describeRunning(r.data)]
-        : [];
+      return r.success && r.data.spec.cluster.name === intent.cluster && isActive(r.data) ? [r.data] : [];
     });
-    if (running.length > 0)
+    if (active.some((r) => r.metadata.name === name)) return previous();
+    if (active.length > 0)
       throw new WebhookError(
         'RestoreInProgress',
-        `a Restore of RedisCluster ${intent.cluster} is not finished: ${running.join(', ')}; ask again when it is`,
+        `a Restore of RedisCluster ${intent.cluster} is not finished: ${active.map(describeRunning).join(', ')}; ask again when it is`,
       );
+    return undefined;
   };
 
   // Refusals first, without the lock: most requests of a burst end here, and fast.
@@ -201,12 +205,12 @@ export const submit = async (
   if (replay) return replay;
   await checkCluster();
   await checkSource();
-  await noneRunning();
+  const ours = await noneRunning();
+  if (ours) return ours;
   // Then once more under it, the few reads that decide, and the create.
   return deps.mutex.run(`webhook/restore/${ns}/${intent.cluster}`, async (fence) => {
-    const again = await previous();
+    const again = (await previous()) ?? (await noneRunning());
     if (again) return again;
-    await noneRunning();
     return create(fence);
   });
 };
