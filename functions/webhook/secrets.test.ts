@@ -52,5 +52,7 @@ describe('secretKeys after a rotation', () => {
     expect(fresh?.toString('base64')).toBe(k2.slice(6));
     for (const resolve of pending) resolve();
     await first;
+    // The slow read answered last, with the old key: the cache keeps the new one.
+    expect((await keys.key('ns', 2002)).toString('base64')).toBe(k2.slice(6));
   });
 });

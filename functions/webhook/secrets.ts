@@ -26,14 +26,19 @@ export const secretKeys = (
 ): SecretKeys => {
   const ttl = o.ttlMs ?? 5000;
   const max = o.maxNamespaces ?? 1000;
-  const cache = new Map<string, { key: Buffer | 'missing' | 'invalid'; at: number }>();
+  /** `read`: in which order the read began; a read that began later is never replaced by one before. */
+  const cache = new Map<string, { key: Buffer | 'missing' | 'invalid'; at: number; read: number }>();
+  let reads = 0;
   // One read per namespace at a time: requests that miss together wait for the same answer.
   const reading = new Map<string, Promise<Buffer | 'missing' | 'invalid'>>();
   const read = async (namespace: string, now: number) => {
+    const mine = ++reads;
     const value = await kube.webhookSecret(namespace);
     const key = value === undefined ? 'missing' : (parseSecret(value) ?? 'invalid');
+    // One begun before a rotation and answered after a fresher read must not bring the old key back.
+    if ((cache.get(namespace)?.read ?? 0) > mine) return key;
     cache.delete(namespace);
-    cache.set(namespace, { key, at: now });
+    cache.set(namespace, { key, at: now, read: mine });
     if (cache.size > max) {
       const oldest = cache.keys().next().value;
       if (oldest !== undefined) cache.delete(oldest);
