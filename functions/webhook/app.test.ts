@@ -6,7 +6,7 @@ import { createMetrics } from '../../shared/runtime/metrics.ts';
 import { createApp } from './app.ts';
 import type { Kind, WebhookKube } from './kube.ts';
 import { localMutex } from './mutex.ts';
-import { tokenBuckets } from './rate-limit.ts';
+import { PER_ID, type RateLimit, tokenBuckets } from './rate-limit.ts';
 import { secretKeys } from './secrets.ts';
 
 // The app through app.request(), without a socket, on an in-memory Kubernetes. What it does on a
@@ -63,7 +63,9 @@ const memoryKube = (secret: { value: string | undefined }) => {
   };
 };
 
-const setup = (o: { now?: () => number; ready?: () => Promise<boolean> } = {}) => {
+const setup = (
+  o: { now?: () => number; ready?: () => Promise<boolean>; namespaceLimit?: RateLimit } = {},
+) => {
   const secret = { value: secretOf() as string | undefined };
   const mem = memoryKube(secret);
   const lines: string[] = [];
@@ -77,7 +79,8 @@ const setup = (o: { now?: () => number; ready?: () => Promise<boolean> } = {}) =
     now: o.now ?? (() => Date.now()),
     limits: {
       source: tokenBuckets({ rate: 1000, burst: 1000 }),
-      namespace: tokenBuckets({ rate: 1000, burst: 1000 }),
+      namespace: tokenBuckets(o.namespaceLimit ?? { rate: 1000, burst: 1000 }),
+      id: tokenBuckets(PER_ID),
     },
     maxBodyBytes: 1024,
     peerOf: () => '10.0.0.1',
@@ -141,6 +144,23 @@ describe('webhook app', () => {
     const refusal = ((await held.json()) as { error: { code: string; message: string } }).error;
     expect(refusal.code).toBe('RestoreInProgress');
     expect(refusal.message).toMatch(/earlier \(Restoring, given up on: /);
+  });
+
+  it('limits a replayed webhook-id on its own: the namespace keeps its budget for other requests', async () => {
+    const s = setup({ namespaceLimit: { rate: 0.001, burst: 5 } });
+    const body = '{}';
+    const captured = sign(s.secret.value!, body);
+    const answers = [];
+    for (let i = 0; i < 20; i++) answers.push((await s.post(BACKUP, body, captured)).status);
+    // The first makes the Backup, two more are replays; the rest are refused on the id alone.
+    expect(answers).toEqual([202, 202, 202, ...Array(17).fill(429)]);
+    expect(s.mem.calls.create).toBe(1);
+    // Three of the namespace's five went to the id: two other requests still pass.
+    expect((await s.post(BACKUP, body, sign(s.secret.value!, body))).status).toBe(202);
+    expect((await s.post(BACKUP, body, sign(s.secret.value!, body))).status).toBe(202);
+    const over = await s.post(BACKUP, body, sign(s.secret.value!, body));
+    expect(over.status).toBe(429);
+    expect(((await over.json()) as { error: { message: string } }).error.message).toMatch(/namespace ns/);
   });
 
   it('makes nothing of a signed status request replayed as a POST: an empty body is refused', async () => {

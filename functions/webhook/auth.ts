@@ -12,7 +12,8 @@ export type AuthDeps = {
   readonly metrics: Metrics;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
-  readonly limits: { readonly namespace: RateLimiter };
+  /** `id`: per namespace and webhook-id, taken first: replays of one request never spend the namespace's. */
+  readonly limits: { readonly namespace: RateLimiter; readonly id: RateLimiter };
   /** Serve only this namespace (TIDEWAY_WATCH_NAMESPACE). */
   readonly namespace?: string;
 };
@@ -68,6 +69,14 @@ export const authenticate = async (d: AuthDeps, c: Ctx): Promise<Authenticated> 
   }
   if (!ok) throw new WebhookError('BadSignature', 'no signature in webhook-signature matches');
   c.set('webhookId', signed.id);
+  // A captured request replayed from many addresses is one id: it runs dry on its own bucket.
+  const again = d.limits.id.take(`${namespace}/${signed.id}`, d.now());
+  if (again !== undefined) {
+    d.metrics.inc('tideway_webhook_rate_limited_total', { scope: 'id' });
+    throw new WebhookError('RateLimited', `too many requests with webhook-id ${signed.id}; slow down`, {
+      retryAfter: again,
+    });
+  }
   const wait = d.limits.namespace.take(namespace, d.now());
   if (wait !== undefined) {
     d.metrics.inc('tideway_webhook_rate_limited_total', { scope: 'namespace' });

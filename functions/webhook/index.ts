@@ -9,7 +9,7 @@ import { objectLocks } from '../../shared/runtime/object-lock.ts';
 import { createApp } from './app.ts';
 import { liteWebhookKube } from './kube.ts';
 import { busMutex } from './mutex.ts';
-import { tokenBuckets } from './rate-limit.ts';
+import { PER_ID, tokenBuckets } from './rate-limit.ts';
 import { secretKeys } from './secrets.ts';
 import { listen } from './server.ts';
 
@@ -27,6 +27,9 @@ export const zWebhookEnv = z.object({
   /** Per namespace, counting signed requests only (unsigned floods cannot starve a namespace), per replica. */
   TIDEWAY_WEBHOOK_NAMESPACE_RATE: perSecond.default(5),
   TIDEWAY_WEBHOOK_NAMESPACE_BURST: z.coerce.number().min(1).max(100_000).default(20),
+  /** Per namespace and webhook-id, before the namespace's: a replayed request spends its own. */
+  TIDEWAY_WEBHOOK_ID_RATE: perSecond.default(PER_ID.rate),
+  TIDEWAY_WEBHOOK_ID_BURST: z.coerce.number().min(1).max(100_000).default(PER_ID.burst),
   TIDEWAY_WATCH_NAMESPACE: zNamespaceName.optional(),
 });
 
@@ -56,6 +59,7 @@ export const start: Service = async (ctx) => {
         rate: e.TIDEWAY_WEBHOOK_NAMESPACE_RATE,
         burst: e.TIDEWAY_WEBHOOK_NAMESPACE_BURST,
       }),
+      id: tokenBuckets({ rate: e.TIDEWAY_WEBHOOK_ID_RATE, burst: e.TIDEWAY_WEBHOOK_ID_BURST }),
     },
     maxBodyBytes: e.TIDEWAY_WEBHOOK_MAX_BODY_BYTES,
     ...(e.TIDEWAY_WATCH_NAMESPACE ? { namespace: e.TIDEWAY_WATCH_NAMESPACE } : {}),

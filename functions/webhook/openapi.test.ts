@@ -39,7 +39,11 @@ const app = () => {
     log: createLogger({}, { write: () => undefined }),
     metrics: createMetrics(),
     now: () => Date.now(),
-    limits: { source: tokenBuckets({ rate: 1, burst: 1 }), namespace: tokenBuckets({ rate: 1, burst: 1 }) },
+    limits: {
+      source: tokenBuckets({ rate: 1, burst: 1 }),
+      namespace: tokenBuckets({ rate: 1, burst: 1 }),
+      id: tokenBuckets({ rate: 1, burst: 1 }),
+    },
     maxBodyBytes: 1024,
     ready: async () => true,
     openapi: doc,

@@ -14,6 +14,12 @@ export type RateLimiter = {
 };
 
 /**
+ * Per namespace and webhook-id: a sender retries one request a few times, far apart; more than
+ * that is a replay, which must not spend the namespace's budget (auth.ts).
+ */
+export const PER_ID: RateLimit = { rate: 0.2, burst: 3 };
+
+/**
  * Token buckets per key, in a map bounded by `maxKeys`: the least recently used key is dropped
  * when a new one arrives, so a flood of distinct keys costs bounded memory (a dropped key starts
  * with a full bucket again, which costs the flood more than it gains).

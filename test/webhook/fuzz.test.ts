@@ -115,6 +115,8 @@ describe('webhook fuzz', () => {
         TIDEWAY_WEBHOOK_SOURCE_BURST: '100000',
         TIDEWAY_WEBHOOK_NAMESPACE_RATE: '100000',
         TIDEWAY_WEBHOOK_NAMESPACE_BURST: '100000',
+        TIDEWAY_WEBHOOK_ID_RATE: '100000',
+        TIDEWAY_WEBHOOK_ID_BURST: '100000',
       },
     });
   });

@@ -25,6 +25,8 @@ const UNLIMITED = {
   TIDEWAY_WEBHOOK_NAMESPACE_BURST: '10000',
   TIDEWAY_WEBHOOK_SOURCE_RATE: '10000',
   TIDEWAY_WEBHOOK_SOURCE_BURST: '10000',
+  TIDEWAY_WEBHOOK_ID_RATE: '10000',
+  TIDEWAY_WEBHOOK_ID_BURST: '10000',
 };
 /** Clusters that concurrent restore requests race for, one round each. */
 const RACES = ['race-a', 'race-b', 'race-c'];
