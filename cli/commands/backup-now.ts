@@ -31,7 +31,7 @@ export const backupNow = async (c: Extract<Command, { cmd: 'backup-now' }>, api:
     out: c.output === 'json' ? undefined : io.stderr,
   });
   io.stdout.write(
-    `${c.output === 'json' ? JSON.stringify({ name, ...s }, null, 2) : renderBackupOutcome(name, s)}\n`,
+    `${c.output === 'json' ? JSON.stringify({ namespace: ns, name, ...s }, null, 2) : renderBackupOutcome(name, s)}\n`,
   );
   return s.phase === 'Completed' ? EXIT.ok : EXIT.failed;
 };

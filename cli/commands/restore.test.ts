@@ -170,7 +170,9 @@ describe('tideway restore', () => {
     const done = fakeApi({ backups, ends: { phase: 'Completed', keys: 3, progress: { percent: 100 } } });
     const j = await run(['restore', 'cache', '--latest', '-o', 'json'], done.api);
     expect(j).toMatchObject({ code: 0, stderr: '' });
+    // The keys --no-wait -o json prints, then the status.
     expect(JSON.parse(j.stdout)).toEqual({
+      namespace: 'demo',
       name: 'r1',
       phase: 'Completed',
       keys: 3,

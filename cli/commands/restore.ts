@@ -76,7 +76,7 @@ export const restore = async (c: RestoreCommand, api: TidewayApi, io: Io) => {
     out: c.output === 'json' ? undefined : io.stderr,
   });
   io.stdout.write(
-    `${c.output === 'json' ? JSON.stringify({ name, ...s }, null, 2) : renderRestoreOutcome(name, s)}\n`,
+    `${c.output === 'json' ? JSON.stringify({ namespace: ns, name, ...s }, null, 2) : renderRestoreOutcome(name, s)}\n`,
   );
   return s.phase === 'Completed' ? EXIT.ok : EXIT.failed;
 };
