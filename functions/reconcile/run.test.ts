@@ -99,6 +99,8 @@ type WorldOptions = {
   failing?: string[];
   /** Pods whose CONFIG GET of the quorum fails in a probe. */
   unreadQuorum?: string[];
+  /** Pods whose server does not answer a probe. */
+  silent?: string[];
   bootstrap?: Outcome;
 };
 
@@ -185,8 +187,9 @@ const world = (servers: Instance[], o: WorldOptions = {}) => {
       return pods.flatMap((x) => {
         const s = state.get(x.metadata?.name ?? '');
         if (!s) return [];
-        const { quorum, ...rest } = structuredClone(s);
-        return [o.unreadQuorum?.includes(s.pod) ? rest : { ...rest, quorum }];
+        const { quorum, replication, keys, ...rest } = structuredClone(s);
+        if (o.silent?.includes(s.pod)) return [{ ...rest, error: 'timeout' } as Instance];
+        return [{ ...rest, replication, keys, ...(o.unreadQuorum?.includes(s.pod) ? {} : { quorum }) }];
       });
     },
     rollPassword: async (x) => {
@@ -573,6 +576,10 @@ describe('runReconcile', () => {
     const u = world(withQuorum(serving(), 1), { unreadQuorum: ['r-0'] });
     await run(apiServer(u.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 1 } }), u);
     expect(acts(u)[0]).toBe('apply sts replicas=3');
+    // Nor when it does not answer at all.
+    const q = world(withQuorum(serving(), 1), { silent: ['r-0'] });
+    await run(apiServer(q.effects, { master: 'r-0', phase: 'Ready' }, { spec: { replicas: 1 } }), q);
+    expect(acts(q)[0]).toBe('apply sts replicas=3');
   });
 
   it('labels no instance whose topology command failed', async () => {

@@ -137,7 +137,8 @@ export const runReconcile = async (
         inspectQuorum: true,
       });
       const q = planQuorum(probed, quorumFor(replicas));
-      if (q.unknown.length > 0) return false;
+      // Not answering, or its quorum unread: not known to take writes without the replicas.
+      if (!probed[0]?.replication || q.unknown.length > 0) return false;
       const failed = await send(q.commands, () => passwords[probed[0]?.password ?? 0] ?? auth.applied);
       return failed.size === 0;
     },

@@ -135,9 +135,19 @@ describe('the write quorum and the configuration the pods read', () => {
       });
       expect(cm.data).toEqual({ 'redis-old.conf': old });
     }
-    // One instance's file had no quorum lines: not the same text, kept all the same.
+    // One instance's file had no quorum lines: not the same text, kept all the same...
     const single = rcOf({ replicas: 1 });
-    expect(earlier(renderedConfig(single).conf, 1)).not.toBe(renderedConfig(single).conf);
+    const old = earlier(renderedConfig(single).conf, 1);
+    expect(old).not.toBe(renderedConfig(single).conf);
+    const existing = { 'redis-old.conf': old };
+    expect(configFor(single, { existing, mounted: 'redis-old.conf', replicas: 1 }).key).toBe(
+      'redis-old.conf',
+    );
+    // ...until the StatefulSet has more: then every server must start with the safe quorum.
+    const scaled = rcOf({ replicas: 3 });
+    expect(configFor(scaled, { existing, mounted: 'redis-old.conf', replicas: 3 })).toEqual(
+      renderedConfig(scaled),
+    );
   });
 
   it("moves to the rendered key when anything else differs, or the lines are the user's", () => {

@@ -77,20 +77,22 @@ const withoutQuorum = (conf: string) => {
 /**
  * The configuration the StatefulSet mounts: the one the spec renders, or the one it mounts now
  * (`mounted`, a key of `existing`) when the two differ only by the start-up quorum lines, which
- * earlier versions wrote only with replicas: the quorum is set at run time, so neither upgrading
- * Tideway nor a change of size restarts a pod for them.
+ * earlier versions wrote only with replicas: the quorum is set at run time, so upgrading Tideway
+ * restarts no pod for them. A file without them is kept only while the StatefulSet has one
+ * instance (`replicas`): with more, a server must start with the safe quorum (a failover may
+ * promote one reconcile has not reached yet), so the pods roll to the rendered file.
  */
 export const configFor = (
   rc: RedisCluster,
-  o: { existing?: Record<string, string>; mounted?: string } = {},
+  o: { existing?: Record<string, string>; mounted?: string; replicas?: number } = {},
 ) => {
   const rendered = renderedConfig(rc);
   const current = o.mounted === undefined ? undefined : o.existing?.[o.mounted];
-  return o.mounted !== undefined &&
+  const same =
     current !== undefined &&
-    withoutQuorum(current) === withoutQuorum(rendered.conf)
-    ? { conf: current, key: o.mounted }
-    : rendered;
+    withoutQuorum(current) === withoutQuorum(rendered.conf) &&
+    (current === rendered.conf || (o.replicas ?? 1) <= 1);
+  return o.mounted !== undefined && same ? { conf: current, key: o.mounted } : rendered;
 };
 
 /**
@@ -102,7 +104,12 @@ export const configFor = (
  */
 export const configMapFor = (
   rc: RedisCluster,
-  o: { existing?: Record<string, string>; inUse?: ReadonlySet<string>; mounted?: string } = {},
+  o: {
+    existing?: Record<string, string>;
+    inUse?: ReadonlySet<string>;
+    mounted?: string;
+    replicas?: number;
+  } = {},
 ): V1ConfigMap => {
   const { conf, key } = configFor(rc, o);
   const kept = Object.fromEntries(

@@ -66,10 +66,15 @@ export const applyOwned = async (o: {
       ...o.pods.map((p) => p.spec),
       existingSts?.spec?.template?.spec,
     ]);
+    const now = existingSts?.spec?.replicas;
+    let replicas = o.stsReplicas(now);
+    if (existingSts && now !== undefined && replicas < now && o.beforeScaleDown)
+      if (!(await o.beforeScaleDown(existingSts.metadata?.uid ?? '', replicas))) replicas = now;
     const [mounted, ...more] = configKeysInUse(n.configMap, [existingSts?.spec?.template?.spec]);
     const config = {
       existing: existingConfig?.data ?? {},
       inUse,
+      replicas,
       ...(mounted !== undefined && more.length === 0 ? { mounted } : {}),
     };
     const configMap = configMapFor(rc, config);
@@ -77,10 +82,6 @@ export const applyOwned = async (o: {
       o.fence();
       await applyOrRefuse(apply, obj);
     }
-    const now = existingSts?.spec?.replicas;
-    let replicas = o.stsReplicas(now);
-    if (existingSts && now !== undefined && replicas < now && o.beforeScaleDown)
-      if (!(await o.beforeScaleDown(existingSts.metadata?.uid ?? '', replicas))) replicas = now;
     const sts = statefulSetFor(rc, configFor(rc, config).key, replicas);
     o.fence();
     return { sts: await applyOrRefuse(apply, sts) };

@@ -480,6 +480,7 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
       kick();
     },
     hold: async (down) => {
+      if (!down && !held) return; // released without a hold: nothing came back
       held = down;
       if (down) {
         // A lost node: no grace.
@@ -495,12 +496,14 @@ export const startPodWorker = (ctx: WorkerContext, initial: V1Pod): PodWorker =>
         // order, before the others.
         volumes = undefined;
         for (const r of runs) {
+          // Counted as a restart only where a container ran (an init container may never have).
+          const ran = !r.init || r.terminated !== undefined || r.lastTerminated !== undefined;
           if (r.init && r.terminated) r.lastTerminated = r.terminated;
           if (r.init) r.terminated = undefined;
           r.waiting = undefined;
           r.done = false;
           r.nextStartAt = 0;
-          r.restartCount++;
+          if (ran) r.restartCount++;
         }
       }
       kick();
