@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +47,16 @@ describe('bash completion', () => {
     expect(complete('tideway status cache --output = j')).toEqual(['json']);
   });
 
+  it('finds the command after flags that come first, and their values', () => {
+    expect(complete('tideway -n demo ')).toEqual([...SUBCOMMANDS]);
+    expect(complete('tideway -n ')).toEqual([]); // a namespace (kubectl is absent here)
+    expect(complete('tideway -ndemo backup ')).toEqual(['now']);
+    expect(complete('tideway --namespace = demo -o json backup ')).toEqual(['now']);
+    expect(complete('tideway -n demo restore cache --l')).toEqual(['--latest']);
+    expect(complete('tideway -o json status cache --')).not.toContain('--latest');
+    expect(complete('tideway -n demo completion ')).toEqual([...SHELLS]);
+  });
+
   it('offers every command and, for each, exactly the flags the parser takes', () => {
     expect(complete('tideway ')).toEqual([...SUBCOMMANDS]);
     for (const w of SUBCOMMANDS) {
@@ -76,6 +86,7 @@ _tideway; printf '%s\\n' "\${COMPREPLY[@]}"`;
         'tideway status -n demo ',
         'tideway status -ndemo ',
         'tideway status --namespace = demo ',
+        'tideway -n demo status ',
       ])
         expect(names(line), line).toMatch(/\+-n\+demo\+-o\+name\+--request-timeout=5s$/);
       expect(names('tideway status ')).toMatch(/^get\+redisclusters[^+]*\+-o\+name\+--request-timeout=5s$/);
@@ -103,6 +114,13 @@ describe('zsh completion script', () => {
         /(?:^| )'([a-z-]+):/g,
       ),
     ].map((m) => m[1]);
+
+  it('is valid zsh (zsh -n), and finds the command after flags and their values', () => {
+    // zsh is not part of the project's toolchain: the syntax check runs where it is installed.
+    const zsh = ['/usr/bin/zsh', '/bin/zsh'].find((z) => existsSync(z));
+    if (zsh) expect(() => execFileSync(zsh, ['-n'], { input: script })).not.toThrow();
+    expect(script).toContain('(--namespace|-n|--output|-o|--name|--backup) (( ci += 2 )) ;;');
+  });
 
   it('registers itself for tideway and kubectl-tideway, sourced (compdef) or from $fpath (#compdef)', () => {
     expect(script.startsWith('#compdef tideway kubectl-tideway\n')).toBe(true);

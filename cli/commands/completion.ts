@@ -35,6 +35,10 @@ const secondWords = SUBCOMMANDS.flatMap((w) => {
     .map((p) => p.slice(w.length + 1));
   return rest.length > 0 ? [[w, rest] as const] : [];
 });
+/** Every spelling of a flag that takes its value as the next word. */
+const valueSpellings = (Object.keys(OPTIONS) as Flag[])
+  .filter(isValueFlag)
+  .flatMap((f) => [`--${f}`, ...(shortOf(f) ? [`-${shortOf(f)}`] : [])]);
 /** Single-quoted for either shell. */
 const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
@@ -55,8 +59,8 @@ export const bashCompletion = (): string => {
   });
   const seconds = secondWords.map(
     ([w, rest]) => `    ${w})
-      if [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=( $(compgen -W "${rest.join(' ')}" -- "$cur") ); return; fi
-      cmd="$cmd \${COMP_WORDS[2]}" ;;`,
+      if [ "$COMP_CWORD" -eq $((ci + 1)) ]; then COMPREPLY=( $(compgen -W "${rest.join(' ')}" -- "$cur") ); return; fi
+      cmd="$cmd \${COMP_WORDS[ci + 1]}" ;;`,
   );
   const cases = (Object.keys(COMMANDS) as CommandPath[]).map(
     (p) =>
@@ -83,15 +87,27 @@ _tideway() {
   # --flag=value: bash splits at '=' (COMP_WORDBREAKS).
   if [ "$cur" = "=" ]; then cur=""; fi
   if [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then prev="\${COMP_WORDS[COMP_CWORD-2]}"; fi
-  if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=( $(compgen -W "${SUBCOMMANDS.join(' ')}" -- "$cur") ); return
-  fi
-  local cmd="\${COMP_WORDS[1]}" flags="" arg=""
-  case "$cmd" in
-${seconds.join('\n')}
-  esac
+  # The command is the first word that is neither a flag nor a flag's value (tideway -n demo status).
+  local ci=0 i=1
+  while [ "$i" -lt "$COMP_CWORD" ]; do
+    case "\${COMP_WORDS[i]}" in
+      ${valueSpellings.join('|')})
+        i=$((i + 1))
+        if [ "\${COMP_WORDS[i]}" = "=" ]; then i=$((i + 1)); fi ;;
+      -*) ;;
+      *) ci=$i; break ;;
+    esac
+    i=$((i + 1))
+  done
   case "$prev" in
 ${values.join('\n')}
+  esac
+  if [ "$ci" -eq 0 ]; then
+    COMPREPLY=( $(compgen -W "${SUBCOMMANDS.join(' ')}" -- "$cur") ); return
+  fi
+  local cmd="\${COMP_WORDS[ci]}" flags="" arg=""
+  case "$cmd" in
+${seconds.join('\n')}
   esac
   case "$cmd" in
 ${cases.join('\n')}
@@ -138,11 +154,11 @@ export const zshCompletion = (): string => {
     pairs.map(([w, about]) => q(`${w}:${about}`)).join(' ');
   const seconds = secondWords.map(
     ([w, rest]) => `    ${w})
-      if (( CURRENT == 3 )); then
+      if (( CURRENT == ci + 1 )); then
         local -a subcommands=( ${described(rest.map((r) => [r, COMMANDS[`${w} ${r}` as CommandPath].about]))} )
         _describe -t commands ${q(`tideway ${w} command`)} subcommands; return
       fi
-      cmd="$cmd $words[3]"; skip=3 ;;`,
+      cmd="$cmd $words[ci + 1]"; skip=$(( ci + 1 )) ;;`,
   );
   const argSpec = {
     cluster: `':cluster:__tideway_kube ${ARGS.cluster}'`,
@@ -169,11 +185,20 @@ __tideway_kube() {
 
 _tideway() {
   local -a commands=( ${described(SUBCOMMANDS.map((w) => [w, aboutOf(w)]))} )
-  if (( CURRENT == 2 )); then
+  # The command is the first word that is neither a flag nor a flag's value (tideway -n demo status).
+  local -i ci=2
+  while (( ci < CURRENT )); do
+    case $words[ci] in
+      (${valueSpellings.join('|')}) (( ci += 2 )) ;;
+      (-*) (( ci += 1 )) ;;
+      (*) break ;;
+    esac
+  done
+  if (( ci >= CURRENT )); then
     _describe -t commands 'tideway command' commands; return
   fi
-  local cmd=$words[2]
-  local -i skip=2
+  local cmd=$words[ci]
+  local -i skip=ci
   case $cmd in
 ${seconds.join('\n')}
   esac
