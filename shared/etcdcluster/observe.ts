@@ -8,7 +8,7 @@ import type { EndpointStatus } from '../etcd/types.ts';
 import { joinOf, memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
 import { imageOf, endpointOf as memberEndpoint, memberOfPeerURL, namesOf } from './names.ts';
-import type { MemberState, Observed, PodState } from './plan.ts';
+import type { ForeignMember, MemberState, Observed, PodState } from './plan.ts';
 import { podTemplateOf, TEMPLATE_ANNOTATION } from './template.ts';
 
 /**
@@ -26,6 +26,25 @@ export const sameCluster = (recordedHex: string | undefined, answerId: string) =
   !recordedHex || memberIdToHex(answerId) === recordedHex;
 
 /** What a run saw: the planner's input, and what status is written from. */
+/**
+ * etcd's member list split into this cluster's members — named by their peer URL (Tideway's
+ * naming; a started member's own name must agree) — and any other.
+ */
+export const splitMembers = (
+  c: Pick<EtcdCluster, 'metadata' | 'spec'>,
+  list: readonly { id: string; name: string; peerURLs: readonly string[]; isLearner: boolean }[],
+): { members: MemberState[]; foreign: ForeignMember[] } => {
+  const members: MemberState[] = [];
+  const foreign: ForeignMember[] = [];
+  for (const m of list) {
+    const byUrl = m.peerURLs.map((u) => memberOfPeerURL(c, u)).find(Boolean);
+    if (byUrl && (m.name === '' || m.name === byUrl))
+      members.push({ id: m.id, name: byUrl, learner: m.isLearner, started: m.name !== '' });
+    else foreign.push({ id: m.id, name: m.name, peerURLs: [...m.peerURLs] });
+  }
+  return { members, foreign };
+};
+
 export type Seen = {
   observed: Observed;
   pods: V1Pod[];
@@ -67,6 +86,7 @@ export const observe = async (
   const client = clientFor(c, pods, tls);
   const statuses = new Map<string, EndpointStatus>();
   let members: MemberState[] | undefined;
+  let foreignMembers: ForeignMember[] = [];
   let clusterId: string | undefined;
   let alarms: Seen['alarms'];
   if (client) {
@@ -89,10 +109,7 @@ export const observe = async (
         .then((a) => a.map((x) => ({ member: byId.get(x.memberId) || x.memberId, alarm: x.alarm })))
         .catch(() => undefined);
       clusterId = list.header.clusterId;
-      members = list.members.flatMap((m) => {
-        const name = m.name || m.peerURLs.map((u) => memberOfPeerURL(c, u)).find(Boolean);
-        return name ? [{ id: m.id, name, learner: m.isLearner, started: m.name !== '' }] : [];
-      });
+      ({ members, foreign: foreignMembers } = splitMembers(c, list.members));
     }
   }
   const leader = leaderOf([...statuses.values()]);
@@ -129,6 +146,7 @@ export const observe = async (
     volumes: volumes.filter((v) => !v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
     volumesDeleting: volumes.filter((v) => !!v.metadata?.deletionTimestamp).flatMap((v) => memberOf(v) ?? []),
     foreignVolumes: foreign.flatMap((v) => memberOf(v) ?? []),
+    foreignMembers,
     alarms: (alarms ?? []).map((a) => `${a.alarm} on ${a.member}`),
   };
   return { observed, pods, statuses, clusterId, alarms, client };

@@ -371,4 +371,30 @@ describe('planStep', () => {
     expect(nextMemberName(cluster(3, { volumesDeleting: ['e-7'] }))).toBe('e-8');
     expect(nextMemberName(cluster(0, { memberPrefix: 'e', lastKnown: [] }))).toBe('e-0');
   });
+
+  describe('planStep with a member Tideway did not make', () => {
+    const stranger = { id: '4660', name: 'manual', peerURLs: ['http://10.0.0.9:2380'] };
+
+    it('changes no membership while it is there: its vote counts, and nothing here counts it', () => {
+      // Without it, a size of 2 would remove e-2 as a member too many.
+      const o = cluster(3, { size: 2, foreignMembers: [stranger] });
+      expect(planStep(o)).toEqual({
+        kind: 'wait',
+        reason: 'ForeignMember',
+        message:
+          "member manual (id 1234, peer URL http://10.0.0.9:2380) is not one of this cluster's: Tideway changes nothing while it is a member (its vote counts in the quorum); remove it with etcdctl member remove 1234",
+      });
+      // Nor an upgrade: it would take a member down next to one Tideway cannot see.
+      const outdated = cluster(3, { foreignMembers: [{ ...stranger, name: '' }] });
+      outdated.pods = outdated.pods.map((p) => ({ ...p, image: OLD }));
+      expect(planStep(outdated)).toMatchObject({ kind: 'wait', reason: 'ForeignMember' });
+      expect((planStep(outdated) as { message: string }).message).toMatch(/^member \(not started\)/);
+    });
+
+    it('still starts the pod of one of its own members again first', () => {
+      const o = cluster(3, { foreignMembers: [stranger] });
+      o.pods = o.pods.filter((p) => p.member !== 'e-1');
+      expect(planStep(o)).toMatchObject({ kind: 'createMember', member: 'e-1', volume: 'existing' });
+    });
+  });
 });

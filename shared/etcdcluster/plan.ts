@@ -1,3 +1,4 @@
+import { memberIdToHex } from '../etcd/ids.ts';
 import type { Join } from './desired.ts';
 import { ordinalOf } from './names.ts';
 
@@ -10,6 +11,9 @@ export type MemberState = {
   /** It started and published itself (the member list carries its name). */
   started: boolean;
 };
+
+/** A member not named by this cluster's peer URLs: `name` is '' until it starts. */
+export type ForeignMember = { id: string; name: string; peerURLs: readonly string[] };
 
 export type PodState = {
   member: string;
@@ -57,6 +61,8 @@ export type Observed = {
   volumesDeleting: readonly string[];
   /** Member names whose `data-<name>` belongs to another cluster (an earlier one of the same name). */
   foreignVolumes?: readonly string[];
+  /** Members in etcd's list that are not Tideway's (added by hand): their votes count all the same. */
+  foreignMembers?: readonly ForeignMember[];
   /** Active alarms (NOSPACE, CORRUPT): the members refuse clients; nothing is converged. */
   alarms?: readonly string[];
 };
@@ -190,6 +196,17 @@ export const planStep = (o: Observed): Step => {
           join: { state: 'existing', initialCluster: names },
           volume: podless.started ? 'existing' : 'new',
         };
+
+  // A member Tideway did not make (etcdctl member add): its vote counts in etcd's quorum but
+  // Tideway cannot see or restart it, so no count here is right while it is there. Nothing about
+  // the membership changes (nor a restart of a healthy member) until a person removes it.
+  const stranger = o.foreignMembers?.[0];
+  if (stranger)
+    return {
+      kind: 'wait',
+      reason: 'ForeignMember',
+      message: `member ${stranger.name || '(not started)'} (id ${memberIdToHex(stranger.id)}, peer URL ${stranger.peerURLs.join(', ') || 'none'}) is not one of this cluster's: Tideway changes nothing while it is a member (its vote counts in the quorum); remove it with etcdctl member remove ${memberIdToHex(stranger.id)}`,
+    };
 
   // A started member whose pod and volume are both gone lost its data: it leaves (etcd refuses a
   // removal that would cost the quorum), and a new member takes its place below.
