@@ -1,10 +1,9 @@
-import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { FINALIZER } from '../../shared/engines/finalizer.ts';
 import { RESTORE_STEPS } from '../../shared/etcdcluster/desired.ts';
 import { OWNER_UID } from '../../shared/etcdcluster/names.ts';
-import { fakeHandlerContext, notFound } from '../../shared/runtime/fixture.ts';
-import { handler } from './index.ts';
+import { notFound } from '../../shared/runtime/fixture.ts';
+import { runOnFakeApi } from './fixture.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: API objects of several kinds, as the fake API serves them
 type Obj = Record<string, any>;
@@ -131,22 +130,8 @@ const world = (o: { restoredVolume: string; claimUid: string; said: 'restored' |
     },
     createNamespacedEvent: async () => ({}),
   };
-  const { ctx } = fakeHandlerContext(api, {
-    function: 'etcd-reconcile',
-    now: new Date('2026-11-28T08:00:00Z'),
-    env: { TIDEWAY_IMAGE: 'tideway:x' },
-  });
-  const event = {
-    id: 'e1',
-    type: 'dev.tideway.resource.updated',
-    source: '/watcher',
-    kind: 'EtcdCluster',
-    namespace: 'prod',
-    name: 'e',
-    uid: 'u-e',
-  } as unknown as CloudEvent<unknown>;
   return {
-    run: () => handler(event, ctx),
+    run: runOnFakeApi(api),
     bootstrap: () => cluster.status.bootstrap as Obj,
     created: () => created.map((p) => (p.spec.initContainers ?? []).map((c: Obj) => c.name) as string[]),
     deleted,

@@ -1,8 +1,7 @@
-import type { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { FINALIZER } from '../../shared/engines/finalizer.ts';
-import { fakeHandlerContext, notFound } from '../../shared/runtime/fixture.ts';
-import { handler } from './index.ts';
+import { notFound } from '../../shared/runtime/fixture.ts';
+import { runOnFakeApi } from './fixture.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: API objects of several kinds, as the fake API serves them
 type Obj = Record<string, any>;
@@ -62,21 +61,7 @@ const world = () => {
     listNamespacedPod: async () => ({ items: [] }),
     createNamespacedEvent: async () => ({}),
   };
-  const { ctx } = fakeHandlerContext(api, {
-    function: 'etcd-reconcile',
-    now: new Date('2026-11-28T08:00:00Z'),
-    env: { TIDEWAY_IMAGE: 'tideway:x' },
-  });
-  const event = {
-    id: 'e1',
-    type: 'dev.tideway.resource.updated',
-    source: '/watcher',
-    kind: 'EtcdCluster',
-    namespace: 'prod',
-    name: 'e',
-    uid: 'u-e',
-  } as unknown as CloudEvent<unknown>;
-  return { run: () => handler(event, ctx), status: () => cluster.status as Obj, created };
+  return { run: runOnFakeApi(api), status: () => cluster.status as Obj, created };
 };
 
 describe('etcd-reconcile when the TLS material is refused', () => {
