@@ -118,7 +118,27 @@ describe('a deleted Backup that a Restore uses', () => {
     // A RedisCluster's backup starts no EtcdCluster (WrongClusterKind): none is even listed.
     const redis = world({ phase: 'Completed', attempt: 1, etcd: starting });
     expect(await finalizeBackup(redis.loaded, redis.ctx)).toMatchObject({ kind: 'done' });
-    expect(redis.listed).toEqual(['restores']);
+    expect(redis.listed).toEqual(['restores', 'redisclusters']);
+  });
+
+  it('is kept while a new RedisCluster waits to load it, before its load has a Restore', async () => {
+    const waiting = {
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'RedisCluster',
+      metadata: { name: 'staging', namespace: 'ns' },
+      spec: { bootstrap: { fromBackup: { name: 'nightly' } } },
+    };
+    const w = world({ phase: 'Completed', attempt: 1, etcd: waiting });
+    expect(await finalizeBackup(w.loaded, w.ctx)).toMatchObject({
+      kind: 'retry',
+      reason: 'InUse: RedisCluster staging',
+    });
+    const loaded = world({
+      phase: 'Completed',
+      attempt: 1,
+      etcd: { ...waiting, status: { bootstrap: { completedAt: '2026-11-28T00:00:00Z' } } },
+    });
+    expect(await finalizeBackup(loaded.loaded, loaded.ctx)).toMatchObject({ kind: 'done' });
   });
 
   it('is not kept while unfinished (its restore waits for it: both would wait), nor once the Restore ended', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { EtcdCluster } from '../../shared/api/generated.ts';
-import { clustersStartingFrom } from './in-use.ts';
+import type { EtcdCluster, RedisCluster } from '../../shared/api/generated.ts';
+import { clustersStartingFrom, redisClustersStartingFrom } from './in-use.ts';
 
 const cluster = (
   name: string,
@@ -66,5 +66,41 @@ describe('the EtcdClusters that start from a Backup', () => {
         nightly,
       ),
     ).toEqual([]);
+  });
+});
+
+describe('the RedisClusters that start from a Backup', () => {
+  const redis = (
+    name: string,
+    o: { from?: string; status?: RedisCluster['status']; deleting?: boolean } = {},
+  ) =>
+    ({
+      apiVersion: 'tideway.dev/v1alpha1',
+      kind: 'RedisCluster',
+      metadata: { name, ...(o.deleting ? { deletionTimestamp: '2026-11-28T00:00:00Z' } : {}) },
+      spec: o.from ? { bootstrap: { fromBackup: { name: o.from } } } : {},
+      ...(o.status ? { status: o.status } : {}),
+    }) as RedisCluster;
+
+  it('are those made from it that have not loaded it: before the load’s Restore exists, and after it failed', () => {
+    expect(
+      redisClustersStartingFrom(
+        [
+          redis('new', { from: 'nightly' }),
+          redis('failed', {
+            from: 'nightly',
+            status: { bootstrap: { failed: true, reason: 'RestoreFailed' } },
+          }),
+          redis('loaded', {
+            from: 'nightly',
+            status: { bootstrap: { completedAt: '2026-11-28T00:00:00Z' } },
+          }),
+          redis('deleting', { from: 'nightly', deleting: true }),
+          redis('other', { from: 'weekly' }),
+          redis('empty'),
+        ],
+        nightly,
+      ),
+    ).toEqual(['new', 'failed']);
   });
 });

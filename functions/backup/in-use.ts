@@ -2,18 +2,21 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import {
   type Backup,
   type EtcdCluster,
+  type RedisCluster,
   type Restore,
   zEtcdCluster,
+  zRedisCluster,
   zRestore,
 } from '../../shared/api/generated.ts';
 import { clusterRefOf } from '../../shared/backup/cluster-ref.ts';
 import { TIDEWAY_KINDS } from '../../shared/kube/resources.ts';
+import { bootstrapPending } from '../../shared/rediscluster/bootstrap.ts';
 import { restoresUsing } from '../../shared/restore/uses.ts';
 import type { HandlerContext } from '../../shared/runtime/handler.ts';
 
 const listOf = async <T>(
   ctx: HandlerContext,
-  kind: 'Restore' | 'EtcdCluster',
+  kind: 'Restore' | 'EtcdCluster' | 'RedisCluster',
   namespace: string,
   parse: (item: unknown) => T | undefined,
 ): Promise<T[]> => {
@@ -51,17 +54,34 @@ export const clustersStartingFrom = (
     .map((c) => c.metadata.name);
 
 /**
+ * The RedisClusters that still start from `backup` (`spec.bootstrap.fromBackup`) and have not
+ * loaded it yet (bootstrapPending), not being deleted. Their load's Restore is made only once the
+ * new master serves: until then no Restore names the Backup, and nothing else would keep it.
+ */
+export const redisClustersStartingFrom = (
+  clusters: readonly RedisCluster[],
+  backup: Pick<Backup, 'metadata'>,
+): string[] =>
+  clusters
+    .filter((c) => c.spec.bootstrap?.fromBackup?.name === backup.metadata.name)
+    .filter((c) => !c.metadata.deletionTimestamp && bootstrapPending(c) !== undefined)
+    .map((c) => c.metadata.name);
+
+/**
  * What still needs a Completed Backup's stored object, in words (`Restore r1`, `EtcdCluster e1`):
- * the Restores that load it or may roll back to it, the EtcdClusters that start from it. In the
+ * the Restores that load it or may roll back to it, the clusters that start from it. In the
  * Backup's namespace only (a Restore by a raw S3 key elsewhere is not seen).
  */
 export const usersOf = async (ctx: HandlerContext, backup: Backup, namespace: string): Promise<string[]> => [
   ...restoresUsing(await listRestores(ctx, namespace), backup).map((n) => `Restore ${n}`),
-  // Only an EtcdCluster's backup can start one; a Redis-only installation lists none.
+  // Each kind starts only from backups of its own kind.
   ...(clusterRefOf(backup.spec).kind === 'EtcdCluster'
     ? clustersStartingFrom(
         await listOf(ctx, 'EtcdCluster', namespace, (item) => zEtcdCluster.safeParse(item).data),
         backup,
       ).map((n) => `EtcdCluster ${n}`)
-    : []),
+    : redisClustersStartingFrom(
+        await listOf(ctx, 'RedisCluster', namespace, (item) => zRedisCluster.safeParse(item).data),
+        backup,
+      ).map((n) => `RedisCluster ${n}`)),
 ];

@@ -48,16 +48,36 @@ describe('latest: true', () => {
   it('is the newest Completed Backup of the cluster (without takenAt: by completion)', () => {
     const list = [
       backup('old', { completedAt: '2026-11-20T01:00:00Z' }),
-      backup('new', { completedAt: '2026-11-21T01:00:00Z', created: '2026-11-19T00:00:00Z' }),
-      backup('mid', { completedAt: '2026-11-20T12:00:00Z', created: '2026-11-21T00:00:00Z' }),
+      // Created before mid, finished after it (a long one).
+      backup('new', { completedAt: '2026-11-21T01:00:00Z', created: '2026-11-20T02:00:00Z' }),
+      backup('mid', { completedAt: '2026-11-20T12:00:00Z', created: '2026-11-20T03:00:00Z' }),
     ];
     expect(pickLatest(list, cache)?.metadata.name).toBe('new');
   });
 
+  it('believes no time before its object existed or a day after: a node clock a year ahead makes no Backup newest for good', () => {
+    const list = [
+      backup('real', { takenAt: '2026-11-21T00:00:00Z', created: '2026-11-21T00:00:00Z' }),
+      backup('skewed', { takenAt: '2027-11-20T01:00:00Z', created: '2026-11-20T01:00:00Z' }),
+      backup('behind', { takenAt: '2025-11-22T00:00:00Z', created: '2026-11-22T00:00:00Z' }),
+    ];
+    // skewed counts as taken when it was made (11-20), behind likewise (11-22): behind is newest.
+    expect(pickLatest(list, cache)?.metadata.name).toBe('behind');
+    expect(pickLatest(list.slice(0, 2), cache)?.metadata.name).toBe('real');
+  });
+
   it('is the one with the newest data: a backup that finished last may have been taken first', () => {
     const list = [
-      backup('long', { takenAt: '2026-11-21T00:00:00Z', completedAt: '2026-11-21T03:00:00Z' }),
-      backup('short', { takenAt: '2026-11-21T01:00:00Z', completedAt: '2026-11-21T01:10:00Z' }),
+      backup('long', {
+        takenAt: '2026-11-21T00:00:00Z',
+        completedAt: '2026-11-21T03:00:00Z',
+        created: '2026-11-20T23:59:00Z',
+      }),
+      backup('short', {
+        takenAt: '2026-11-21T01:00:00Z',
+        completedAt: '2026-11-21T01:10:00Z',
+        created: '2026-11-21T00:59:00Z',
+      }),
     ];
     expect(pickLatest(list, cache)?.metadata.name).toBe('short');
   });

@@ -696,6 +696,27 @@ describe('restore', () => {
     expect(await store.head(objectKey)).toBeUndefined();
   });
 
+  it('a Backup a new cluster is to start from is kept while the cluster waits to load it, before any Restore names it', async () => {
+    const boot = await backupNow('b-boot');
+    const objectKey = keyOf(boot.status?.location ?? '', s3.bucket);
+    // Its pods cannot run: the master never serves, so the load's Restore is never made.
+    await rdc.apply('waits', {
+      version: '7.0',
+      replicas: 1,
+      image: 'example.com/no-such-image:1',
+      bootstrap: { fromBackup: { name: 'b-boot' } },
+    });
+    await bk.delete('b-boot');
+    await expect.poll(() => eventReasons(b, ns, 'b-boot'), EVENTS_RECORDED).toContain('InUse');
+    expect((await bk.get('b-boot')).metadata.deletionTimestamp).toBeTruthy();
+    expect(await store.head(objectKey)).toBeDefined();
+    await b.custom.deleteNamespacedCustomObject({
+      ...TIDEWAY_KINDS.RedisCluster,
+      namespace: ns,
+      name: 'waits',
+    });
+  });
+
   it('the same through the signed webhook: POST …/restore {"latest":true} → 202 → Completed; the same webhook-id again creates nothing', async () => {
     const whsec = newSecret();
     await b.core.createNamespacedSecret({
