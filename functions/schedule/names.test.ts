@@ -71,6 +71,23 @@ describe('madeBy', () => {
     );
   });
 
+  it('is not the schedule’s when it is a copy of one of its Backups under another name', () => {
+    const run = (name: string) => ({
+      metadata: {
+        name,
+        annotations: {
+          'tideway.dev/schedule-name': 'nightly',
+          'tideway.dev/schedule-uid': 'u1',
+          'tideway.dev/scheduled-time': '2026-11-22T03:00:00Z',
+        },
+      },
+    });
+    expect(madeBy(run(backupName('nightly', new Date('2026-11-22T03:00:00Z'))), 'u1')).toBe(true);
+    expect(madeBy(run('pre-upgrade'), 'u1')).toBe(false);
+    // Another run's name: not this run's Backup either.
+    expect(madeBy(run(backupName('nightly', new Date('2026-11-23T03:00:00Z'))), 'u1')).toBe(false);
+  });
+
   it('still reads the controller owner reference older versions wrote, and only that', () => {
     expect(madeBySchedule(owned('BackupSchedule', true))).toEqual({ name: 'old', uid: 'u1' });
     expect(madeBySchedule(owned('BackupSchedule', false))).toBeUndefined();

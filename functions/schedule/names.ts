@@ -11,7 +11,7 @@ export const SCHEDULE_NAME_ANNOTATION = 'tideway.dev/schedule-name';
 export const SCHEDULE_UID_ANNOTATION = 'tideway.dev/schedule-uid';
 
 type Marked = {
-  metadata?: { annotations?: Record<string, string>; ownerReferences?: V1OwnerReference[] };
+  metadata?: { name?: string; annotations?: Record<string, string>; ownerReferences?: V1OwnerReference[] };
 };
 
 /**
@@ -30,9 +30,20 @@ export const madeBySchedule = (b: Marked | undefined): { name: string; uid: stri
   return owner ? { name: owner.name, uid: owner.uid } : undefined;
 };
 
-/** The Backup is the schedule's (with that uid: never one made by an earlier schedule of its name). */
-export const madeBy = (b: Marked | undefined, uid: string | undefined) =>
-  !!uid && madeBySchedule(b)?.uid === uid;
+/**
+ * The Backup is the schedule's (with that uid: never one made by an earlier schedule of its name),
+ * and, where it says for which run, named as the schedule names that run's Backup: a copy of one
+ * (`kubectl get -o yaml`, renamed, created) carries the same annotations, and must not be pruned
+ * or replaced as the schedule's.
+ */
+export const madeBy = (b: Marked | undefined, uid: string | undefined) => {
+  const by = madeBySchedule(b);
+  if (!uid || by?.uid !== uid) return false;
+  const at = b?.metadata?.annotations?.[SCHEDULED_TIME_ANNOTATION];
+  if (at === undefined) return true;
+  const t = Date.parse(at);
+  return !Number.isNaN(t) && b?.metadata?.name === backupName(by.name, new Date(t));
+};
 
 const hash = (text: string, n: number) => createHash('sha256').update(text).digest('hex').slice(0, n);
 
