@@ -70,6 +70,25 @@ describe('the schedule never deletes what is not its own (whole handler runs on 
     expect(k.get('backups', 'nightly-d2')?.metadata.deletionTimestamp).toBeUndefined();
   });
 
+  it('retention stops deleting once spec.retention changes under it: the change runs by its own rules', async () => {
+    const k = fakeKube();
+    k.put('backupschedules', scheduleObj({ retention: { keepLast: 1 } }));
+    k.put('redisclusters', clusterObj());
+    for (const days of [1, 2, 3, 4])
+      k.put('backups', backupObj(`nightly-d${days}`, 'Completed', minutesAgo(1440 * days)));
+    // After the first delete, someone loosens the rule again.
+    k.hooks.delete = () => {
+      k.hooks.delete = undefined;
+      k.update('backupschedules', 'nightly', (o) => {
+        o.spec = { ...o.spec, retention: { keepLast: 30 } };
+        o.metadata.generation = 2;
+      });
+    };
+    await handler(eventOf(EventType.updated, 'Backup', 'nightly-d1'), k.ctx);
+    expect(deletes(k)).toHaveLength(1);
+    expect(k.backups()).toHaveLength(3);
+  });
+
   it('a tick of an earlier schedule of the same name (another uid) makes no Backup; its own does', async () => {
     const k = fakeKube();
     const at = thisMinute();

@@ -47,6 +47,8 @@ export type LoadedSchedule = {
     observe: (current: BackupSchedule) => Promise<T | undefined>,
     mutate: (s: Status, seen: T) => Status | undefined,
   ) => Promise<BackupSchedule>;
+  /** The schedule's generation as the API server has it now; undefined once it is gone. */
+  generationNow: () => Promise<number | undefined>;
 };
 
 /** By content, not key order: the API server returns keys sorted, a mutate adds them where it will. */
@@ -78,6 +80,15 @@ export const loadSchedule = async (kube: KubeConfig, key: Key): Promise<LoadedSc
         const next = mutate({ ...(o.status ?? {}) });
         return unchanged(next, o.status) ? undefined : next;
       }),
+    generationNow: async () => {
+      try {
+        return ((await custom.getNamespacedCustomObject({ ...SCHEDULE, ...key })) as BackupSchedule).metadata
+          .generation;
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    },
     writeObserved: async (observe, mutate) => {
       for (let attempt = 1; ; attempt++) {
         const o = (await custom.getNamespacedCustomObject({ ...SCHEDULE, ...key })) as BackupSchedule;

@@ -101,6 +101,12 @@ const prune = async (
   for (const d of decision.delete) {
     const b = backups.find((x) => x.name === d.name);
     if (!b) continue;
+    // A correction of spec.retention made while this pass deletes (a tightened rule loosened
+    // again) stops it: the change's own run prunes by the new rules.
+    if ((await loaded.generationNow()) !== metadata.generation) {
+      ctx.log.info('spec changed while pruning: stopped', { pruned: pruned.size });
+      break;
+    }
     ctx.fence();
     const deleted = await deleteBackup(ctx.kube, metadata.namespace ?? '', b.name, b.uid);
     pruned.add(b.name);
