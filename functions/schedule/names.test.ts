@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backupName, labelValue, madeBy, madeBySchedule } from './names.ts';
+import { backupName, isEarlierRun, labelValue, madeBy, madeBySchedule } from './names.ts';
 
 // What the API server accepts: a DNS-1123 subdomain (object names) and a label value.
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -92,5 +92,14 @@ describe('madeBy', () => {
     expect(madeBySchedule(owned('BackupSchedule', true))).toEqual({ name: 'old', uid: 'u1' });
     expect(madeBySchedule(owned('BackupSchedule', false))).toBeUndefined();
     expect(madeBySchedule(owned('RedisCluster', true))).toBeUndefined();
+  });
+});
+
+describe('isEarlierRun', () => {
+  it('orders two runs of a schedule by their minute; a name without one counts as earlier', () => {
+    const run = (iso: string) => backupName('nightly', new Date(iso));
+    expect(isEarlierRun(run('2026-11-21T03:00:00Z'), run('2026-11-22T03:00:00Z'))).toBe(true);
+    expect(isEarlierRun(run('2026-11-23T03:00:00Z'), run('2026-11-22T03:00:00Z'))).toBe(false);
+    expect(isEarlierRun('nightly-prev', run('2026-11-22T03:00:00Z'))).toBe(true);
   });
 });

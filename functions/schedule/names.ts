@@ -68,3 +68,14 @@ const runStamp = (t: Date) => t.toISOString().slice(0, 16).replace(/[-T:]/g, '')
  */
 export const backupName = (schedule: string, scheduledTime: Date) =>
   `${shorten(schedule, 253 - 13)}-${runStamp(scheduledTime)}`;
+
+/**
+ * The other Backup is of an earlier run than `mine` (both the schedule's, named by backupName):
+ * their names end in the runs' UTC minutes. One named otherwise (made by an older version) counts
+ * as earlier.
+ */
+export const isEarlierRun = (other: string, mine: string) => {
+  const stamp = (n: string) => /-(\d{12})$/.exec(n)?.[1];
+  const [o, m] = [stamp(other), stamp(mine)];
+  return o === undefined || m === undefined || o < m;
+};

@@ -17,6 +17,7 @@ const input = (over: Partial<RunInput> = {}): RunInput => ({
   clusterExists: true,
   made: false,
   active: [],
+  replaceable: [],
   ...over,
 });
 
@@ -47,6 +48,15 @@ describe('decideRun', () => {
       made: true,
       replace: [],
     });
+    // With Replace, what the dead delivery did not get to delete yet is still replaced.
+    const again = input({ made: true, active: ['a'], replaceable: ['a'], concurrencyPolicy: 'Replace' });
+    expect(decideRun(again)).toMatchObject({
+      kind: 'create',
+      made: true,
+      reason: 'Replaced',
+      replace: ['a'],
+    });
+    expect(decideRun({ ...again, concurrencyPolicy: 'Forbid' })).toMatchObject({ replace: [] });
     // Even past the deadline by now: the run was made in time.
     expect(decideRun(input({ made: true, now: at('2026-11-22T04:00:00Z') }))).toMatchObject({ made: true });
   });
@@ -105,12 +115,21 @@ describe('decideRun', () => {
       reason: 'SkippedConcurrent',
       missed: 0,
     });
-    expect(decideRun(input({ active: ['a', 'b'], concurrencyPolicy: 'Replace' }))).toEqual({
+    expect(
+      decideRun(
+        input({ active: ['a', 'b', 'later'], replaceable: ['a', 'b'], concurrencyPolicy: 'Replace' }),
+      ),
+    ).toEqual({
       kind: 'create',
       reason: 'Replaced',
       replace: ['a', 'b'],
       missed: 0,
       made: false,
+    });
+    // A later run's Backup alone (its tick came first): made beside it, not replacing it.
+    expect(decideRun(input({ active: ['later'], concurrencyPolicy: 'Replace' }))).toMatchObject({
+      reason: 'BackupCreated',
+      replace: [],
     });
     // The downtime count survives either way.
     expect(decideRun(input({ active: ['a'], missedBefore: 4 }))).toMatchObject({ missed: 4 });

@@ -22,6 +22,8 @@ export type RunInput = {
   made: boolean;
   /** The schedule's other Backups still Pending or Running, oldest first. */
   active: readonly string[];
+  /** Of those, the Backups of earlier runs: what Replace replaces (never a later run's). */
+  replaceable: readonly string[];
 };
 
 /**
@@ -83,8 +85,17 @@ export const decideRun = (i: RunInput): RunDecision => {
   if (i.lastScheduleTime && at.getTime() <= i.lastScheduleTime.getTime())
     return { kind: 'ignore', why: 'AlreadyHandled' };
   // Made before a crash cut the recording short: the run happened, whatever the clock says now.
-  if (i.made)
-    return { kind: 'create', reason: RunReason.created, replace: [], missed: i.missedBefore, made: true };
+  // Replace still replaces: the delivery that made it may have died before deleting them.
+  if (i.made) {
+    const replace = i.concurrencyPolicy === 'Replace' ? i.replaceable : [];
+    return {
+      kind: 'create',
+      reason: replace.length > 0 ? RunReason.replaced : RunReason.created,
+      replace,
+      missed: i.missedBefore,
+      made: true,
+    };
+  }
   if (i.suspend) return { kind: 'ignore', why: 'Suspended' };
   const before = i.missedBefore > 0 ? `; ${i.missedBefore} earlier run(s) were missed too` : '';
   if (i.nextAfter !== 'never' && i.nextAfter.getTime() <= i.now.getTime())
@@ -118,8 +129,8 @@ export const decideRun = (i: RunInput): RunDecision => {
     };
   return {
     kind: 'create',
-    reason: i.active.length > 0 ? RunReason.replaced : RunReason.created,
-    replace: i.active,
+    reason: i.replaceable.length > 0 ? RunReason.replaced : RunReason.created,
+    replace: i.replaceable,
     missed: i.missedBefore,
     made: false,
   };

@@ -20,7 +20,7 @@ import {
   type LoadedSchedule,
   listScheduleBackups,
 } from './kube.ts';
-import { backupName } from './names.ts';
+import { backupName, isEarlierRun } from './names.ts';
 import { countFrom, decideRun, RunReason, scheduleInForce, type Tick } from './run.ts';
 import { isActive, ownedBackupOf } from './summary.ts';
 
@@ -97,6 +97,7 @@ export const runOnce = async ({ ctx, loaded, tick, clock, now, recorder, regardi
     clusterExists: await clusterExists(ctx.kube, namespace, clusterRefOf(spec)),
     made: owned.some((b) => b.name === name && !b.deleting),
     active: active.map((b) => b.name),
+    replaceable: active.filter((b) => isEarlierRun(b.name, name)).map((b) => b.name),
   });
   if (decision.kind === 'ignore') return;
 
