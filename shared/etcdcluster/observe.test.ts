@@ -33,11 +33,13 @@ describe('what a run believes it saw', () => {
       { id: '4', name: '', peerURLs: ['http://10.0.0.10:2380'], isLearner: false },
       // Our URL, another name: not a member Tideway made.
       { id: '5', name: 'other', peerURLs: [url('main-etcd-4')], isLearner: false },
+      // Under our peer domain, but not a name Tideway gives (<prefix>-<n>).
+      { id: '6', name: '', peerURLs: [url('foo')], isLearner: false },
     ]);
     expect(members).toEqual([
       { id: '1', name: 'main-etcd-0', learner: false, started: true },
       { id: '2', name: 'main-etcd-3', learner: true, started: false },
     ]);
-    expect(foreign.map((f) => f.id)).toEqual(['3', '4', '5']);
+    expect(foreign.map((f) => f.id)).toEqual(['3', '4', '5', '6']);
   });
 });

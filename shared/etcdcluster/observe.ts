@@ -7,7 +7,7 @@ import { memberIdToHex } from '../etcd/ids.ts';
 import type { EndpointStatus } from '../etcd/types.ts';
 import { joinOf, memberOf } from './desired.ts';
 import { listMemberPods, listMemberVolumes } from './kube.ts';
-import { imageOf, endpointOf as memberEndpoint, memberOfPeerURL, namesOf } from './names.ts';
+import { imageOf, endpointOf as memberEndpoint, memberOfPeerURL, namesOf, ordinalOf } from './names.ts';
 import type { ForeignMember, MemberState, Observed, PodState } from './plan.ts';
 import { podTemplateOf, TEMPLATE_ANNOTATION } from './template.ts';
 
@@ -38,7 +38,8 @@ export const splitMembers = (
   const foreign: ForeignMember[] = [];
   for (const m of list) {
     const byUrl = m.peerURLs.map((u) => memberOfPeerURL(c, u)).find(Boolean);
-    if (byUrl && (m.name === '' || m.name === byUrl))
+    // Tideway names its members <prefix>-<n>: another name under its peer domain is someone else's.
+    if (byUrl && ordinalOf(namesOf(c).memberPrefix, byUrl) >= 0 && (m.name === '' || m.name === byUrl))
       members.push({ id: m.id, name: byUrl, learner: m.isLearner, started: m.name !== '' });
     else foreign.push({ id: m.id, name: m.name, peerURLs: [...m.peerURLs] });
   }

@@ -30,6 +30,13 @@ const seen = (o: Partial<Observed> = {}, alarms: Seen['alarms'] = []): Seen => (
 describe('the Healthy condition of an EtcdCluster', () => {
   it('is True when every member answers with a leader and no alarm is raised', () => {
     expect(healthOf(seen())).toMatchObject({ status: 'True', reason: 'Healthy' });
+    // A voter Tideway did not make: its own three answer, but they cannot say they may lose one.
+    const stranger = { id: '9', name: '', peerURLs: ['http://10.0.0.9:2380'] };
+    expect(healthOf(seen({ foreignMembers: [stranger] }))).toMatchObject({
+      status: 'False',
+      reason: 'ForeignMember',
+      message: expect.stringMatching(/^1 member not made by Tideway \(http:\/\/10\.0\.0\.9:2380\) votes/),
+    });
   });
 
   it('says QuorumLost at once when no member answers with the member list', () => {

@@ -136,6 +136,13 @@ export const healthOf = (
           : ''
       }`,
     };
+  const strangers = o.foreignMembers ?? [];
+  if (strangers.length > 0)
+    return {
+      status: 'False',
+      reason: 'ForeignMember',
+      message: `${strangers.length} member${strangers.length > 1 ? 's' : ''} not made by Tideway (${strangers.map((f) => f.name || f.peerURLs.join(' ') || f.id).join(', ')}) vote${strangers.length > 1 ? '' : 's'} in the quorum; Tideway cannot see whether ${strangers.length > 1 ? 'they run' : 'it runs'}, so it cannot say the cluster can lose a member`,
+    };
   const down = o.members.filter((m) => !o.pods.find((p) => p.member === m.name)?.healthy);
   if (down.length > 0)
     return {
