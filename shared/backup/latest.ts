@@ -8,8 +8,6 @@ export const isSafetyBackup = (b: Pick<Backup, 'metadata'>) => b.metadata.labels
 
 const time = (s: string | undefined) => (s ? new Date(s).getTime() : 0);
 
-/** How far a node's clock may be off the API server's and still be believed. */
-const CLOCK_SLACK_MS = 5 * 60_000;
 /** How long after its creation a Backup's snapshot may be taken (it may wait for a source). */
 const MAX_WAIT_MS = 24 * 3600_000;
 
@@ -25,11 +23,11 @@ export const takenAtOf = (b: Pick<Backup, 'status' | 'metadata'>): number | unde
   for (const v of [b.status?.takenAt, b.status?.startedAt, b.status?.completedAt]) {
     const t = v ? Date.parse(v) : Number.NaN;
     if (Number.isNaN(t)) continue;
-    // Written by the backup function's clock. Before its object existed, or long after: that
-    // clock was wrong (a node booted a year ahead), and such a Backup would be "newest" for good —
-    // retention would prune every real one, latest would restore it. The API server's creation
-    // time stands in; every reader still picks the same.
-    if (!Number.isNaN(created) && (t < created - CLOCK_SLACK_MS || t > created + MAX_WAIT_MS)) return created;
+    // Written by the backup function's clock. Long after its object existed, that clock was wrong
+    // (a node booted a year ahead), and such a Backup would be "newest" for good — retention
+    // would prune every real one, latest would restore it. The API server's creation time stands
+    // in; every reader still picks the same. (A time before creation is believed: it errs old.)
+    if (!Number.isNaN(created) && t > created + MAX_WAIT_MS) return created;
     return t;
   }
   return undefined;
